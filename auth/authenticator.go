@@ -1,0 +1,159 @@
+package auth
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"time"
+
+	"golang.org/x/sync/singleflight"
+	"gorm.io/gorm"
+
+	"petstore/apierr"
+	"petstore/models"
+)
+
+// DefaultCacheTTL bounds how long a server keeps trusting a cached key lookup: a revoked key
+// stops working within this time.
+const DefaultCacheTTL = 10 * time.Second
+
+// lookupTimeout bounds one read of the key table.
+const lookupTimeout = 5 * time.Second
+
+// maxCacheEntries bounds the cache, unknown keys included, so that guessed keys cannot grow it
+// without limit.
+const maxCacheEntries = 100_000
+
+// Authenticator checks bearer keys: well-formedness without a database read, then a lookup of
+// the key's hash, cached for a bounded time so that a warm request reads no key table.
+type Authenticator struct {
+	db     *gorm.DB
+	prefix string
+	ttl    time.Duration
+	now    func() time.Time
+
+	mu      sync.RWMutex
+	entries map[string]cacheEntry // by key hash
+	flight  singleflight.Group
+}
+
+type cacheEntry struct {
+	principal *Principal // nil: no such key, or revoked
+	expires   time.Time
+}
+
+// NewAuthenticator returns an Authenticator for the keys with prefix stored in db, caching
+// each lookup for ttl (DefaultCacheTTL when ttl is zero or negative).
+func NewAuthenticator(db *gorm.DB, prefix string, ttl time.Duration) *Authenticator {
+	if ttl <= 0 {
+		ttl = DefaultCacheTTL
+	}
+	return &Authenticator{db: db, prefix: prefix, ttl: ttl, now: time.Now, entries: map[string]cacheEntry{}}
+}
+
+// Authenticate returns the principal of an Authorization header value. It returns an
+// unauthorized *apierr.Error for a missing, malformed, unknown or revoked key (the last three
+// alike), and an unavailable one when the key table cannot be read.
+func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Principal, error) {
+	key, err := bearerKey(header)
+	if err != nil {
+		return nil, err
+	}
+	if !WellFormed(key, a.prefix) {
+		return nil, errInvalidKey
+	}
+	hash := Hash(key)
+	now := a.now()
+	a.mu.RLock()
+	e, ok := a.entries[hash]
+	a.mu.RUnlock()
+	if !ok || now.After(e.expires) {
+		v, err, _ := a.flight.Do(hash, func() (any, error) {
+			// Shared by every caller waiting on this key: not cancelled with the first one.
+			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+			defer cancel()
+			return a.load(ctx, hash, now)
+		})
+		if err != nil {
+			return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+		}
+		e = v.(cacheEntry)
+	}
+	if e.principal == nil {
+		return nil, errInvalidKey
+	}
+	return e.principal, nil
+}
+
+// load reads the key with hash from the database and caches the answer.
+func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (cacheEntry, error) {
+	var rec models.APIKey
+	err := a.db.WithContext(ctx).Where("hash = ?", hash).Take(&rec).Error
+	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
+		return cacheEntry{}, err
+	}
+	e := cacheEntry{expires: now.Add(a.ttl)}
+	if err == nil && rec.RevokedAt == nil {
+		e.principal = principalOf(rec)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if len(a.entries) >= maxCacheEntries {
+		a.evictExpired(now)
+	}
+	a.entries[hash] = e
+	return e, nil
+}
+
+// evictExpired drops expired entries, or every entry when none has expired; a.mu is held.
+func (a *Authenticator) evictExpired(now time.Time) {
+	for h, e := range a.entries {
+		if now.After(e.expires) {
+			delete(a.entries, h)
+		}
+	}
+	if len(a.entries) >= maxCacheEntries {
+		clear(a.entries)
+	}
+}
+
+// principalOf returns the principal of a stored, unrevoked key.
+func principalOf(rec models.APIKey) *Principal {
+	var perMinute, perDay int64
+	if rec.PerMinute != nil && rec.PerDay != nil {
+		perMinute, perDay = *rec.PerMinute, *rec.PerDay
+	}
+	plan, err := planOf(rec.Plan, perMinute, perDay)
+	if err != nil {
+		return nil // a record no command could have written: treat the key as unknown
+	}
+	return &Principal{KeyID: rec.ID, Plan: plan}
+}
+
+var (
+	errMissingKey = &apierr.Error{Code: apierr.Unauthorized, Message: "missing API key: send the header Authorization: Bearer <API key>"}
+	errScheme     = &apierr.Error{Code: apierr.Unauthorized, Message: "the Authorization header must use the Bearer scheme: Authorization: Bearer <API key>"}
+	errInvalidKey = &apierr.Error{Code: apierr.Unauthorized, Message: "invalid API key"}
+)
+
+// bearerKey returns the key of an Authorization header value; the scheme is case-insensitive.
+func bearerKey(header string) (string, error) {
+	if strings.TrimSpace(header) == "" {
+		return "", errMissingKey
+	}
+	scheme, key, _ := strings.Cut(strings.TrimSpace(header), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", errScheme
+	}
+	return strings.TrimSpace(key), nil
+}
+
+// Challenge returns the WWW-Authenticate value for a 401 answer to err: invalid_token when a
+// bearer key was sent.
+func Challenge(err error) string {
+	if errors.Is(err, errInvalidKey) {
+		return `Bearer realm="petstore", error="invalid_token"`
+	}
+	return `Bearer realm="petstore"`
+}

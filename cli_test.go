@@ -1,0 +1,130 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"petstore/config"
+	"petstore/internal/dbtest"
+	"petstore/store"
+)
+
+// runCmd runs the petstore command line with PETSTORE_DB=dsn and returns its stdout.
+func runCmd(t *testing.T, dsn string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string {
+		if k == "PETSTORE_DB" {
+			return dsn
+		}
+		return ""
+	}
+	err := run(context.Background(), args, getenv, &stdout, &stderr)
+	return stdout.String(), err
+}
+
+// statusWith answers GET /v1/pets with key through a freshly wired handler, whose key cache is
+// empty.
+func statusWith(t *testing.T, dsn, key string) int {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, store.DefaultPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	h, err := newHandler(config.Default(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := httptest.NewRequest(http.MethodGet, "/v1/pets", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	return rec.Code
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+func TestKeysCommands(t *testing.T) {
+	for _, dialect := range dbtest.Dialects {
+		t.Run(dialect, func(t *testing.T) {
+			dsn := dbtest.DSN(t, dialect)
+			out, err := runCmd(t, dsn, "keys", "create", "--plan", "pro", "--name", "ci")
+			if err != nil {
+				t.Fatal(err)
+			}
+			key := lastLine(out)
+			if !strings.HasPrefix(key, "petstore_test_") {
+				t.Fatalf("last line: got %q; want the key", key)
+			}
+			if got := statusWith(t, dsn, key); got != http.StatusOK {
+				t.Errorf("new key: got %d; want 200", got)
+			}
+			enterprise, err := runCmd(t, dsn, "keys", "create", "--plan", "enterprise", "--per-minute", "5", "--per-day", "50")
+			if err != nil || statusWith(t, dsn, lastLine(enterprise)) != http.StatusOK {
+				t.Errorf("enterprise key: %v %q", err, enterprise)
+			}
+
+			list, err := runCmd(t, dsn, "keys", "list")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.Contains(list, key) || !strings.Contains(list, key[:18]) || !strings.Contains(list, "ci") || !strings.Contains(list, "50") {
+				t.Errorf("list must show the hint, name and limits, never the key:\n%s", list)
+			}
+
+			if _, err := runCmd(t, dsn, "keys", "revoke", "1"); err != nil {
+				t.Fatal(err)
+			}
+			if got := statusWith(t, dsn, key); got != http.StatusUnauthorized {
+				t.Errorf("revoked key: got %d; want 401", got)
+			}
+			list, _ = runCmd(t, dsn, "keys", "list")
+			if row := strings.TrimSpace(strings.Split(list, "\n")[1]); strings.HasSuffix(row, "-") {
+				t.Errorf("list must show when key 1 was revoked:\n%s", list)
+			}
+		})
+	}
+}
+
+func TestKeysCommandErrors(t *testing.T) {
+	dsn := dbtest.DSN(t, "sqlite")
+	for _, args := range [][]string{
+		{"keys"},
+		{"keys", "create"},
+		{"keys", "create", "--plan", "gold"},
+		{"keys", "create", "--plan", "enterprise"},
+		{"keys", "create", "--plan", "enterprise", "--per-minute", "5"},
+		{"keys", "create", "--plan", "free", "--per-minute", "5"},
+		{"keys", "revoke"},
+		{"keys", "revoke", "x"},
+		{"keys", "revoke", "99"},
+		{"nonsense"},
+		{},
+	} {
+		if out, err := runCmd(t, dsn, args...); err == nil {
+			t.Errorf("%q: got success %q; want an error", args, out)
+		}
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"PETSTORE_ENV": "prod"},
+		{"PETSTORE_DB": "postgres://x"},
+		{"PETSTORE_DB_MAX_OPEN": "lots"},
+		{"PETSTORE_PUBLIC_URL": "https://api.example.com"},
+	} {
+		err := run(context.Background(), []string{"migrate"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil {
+			t.Errorf("%v: got success; want an error", env)
+		}
+	}
+}

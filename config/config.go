@@ -1,0 +1,134 @@
+// Package config reads the service's settings, once, from the environment and from flags of
+// the same names (PETSTORE_DB_MAX_OPEN and --db-max-open); a flag wins over its variable.
+// No other package reads the environment.
+package config
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"strings"
+	"time"
+
+	"petstore/auth"
+	"petstore/store"
+)
+
+// Config is every setting of the service.
+type Config struct {
+	Addr            string        // listen address
+	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	RedisURL        string        // redis://HOST:PORT/N; empty keeps rate-limit state in the process
+	Env             string        // development, staging or production
+	PublicURL       string        // production base address, ending in /v1
+	StagingURL      string        // staging base address, ending in /v1
+	Pool            store.Pool    // MySQL connection pool
+	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
+	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
+	LogLevel        slog.Level    // debug, info, warn or error
+}
+
+// Default returns the settings used where neither a variable nor a flag says otherwise.
+func Default() Config {
+	return Config{
+		Addr:            ":8080",
+		DB:              "sqlite:petstore.db",
+		Env:             "development",
+		PublicURL:       "https://api.petstore.example/v1",
+		StagingURL:      "https://staging.api.petstore.example/v1",
+		Pool:            store.DefaultPool,
+		KeyCacheTTL:     auth.DefaultCacheTTL,
+		ShutdownTimeout: 20 * time.Second,
+		LogLevel:        slog.LevelInfo,
+	}
+}
+
+// Register defines the flags of c on fs, with c's values as defaults. Each flag name maps to
+// a variable: --db-max-open is PETSTORE_DB_MAX_OPEN.
+func (c *Config) Register(fs *flag.FlagSet) {
+	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
+	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "redis://HOST:PORT/N for rate-limit state shared by every instance; empty: in process")
+	fs.StringVar(&c.Env, "env", c.Env, "development, staging or production")
+	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "production base address, ending in /v1")
+	fs.StringVar(&c.StagingURL, "staging-url", c.StagingURL, "staging base address, ending in /v1")
+	fs.IntVar(&c.Pool.MaxOpen, "db-max-open", c.Pool.MaxOpen, "MySQL: most open connections per instance")
+	fs.IntVar(&c.Pool.MaxIdle, "db-max-idle", c.Pool.MaxIdle, "MySQL: most idle connections kept")
+	fs.DurationVar(&c.Pool.MaxLifetime, "db-conn-max-lifetime", c.Pool.MaxLifetime, "MySQL: recycle connections after this long")
+	fs.DurationVar(&c.Pool.MaxIdleTime, "db-conn-max-idle-time", c.Pool.MaxIdleTime, "MySQL: close connections idle this long")
+	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
+	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
+	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+}
+
+// Parse reads the variables of fs's flags through getenv, then args; it validates the result.
+func Parse(fs *flag.FlagSet, c *Config, args []string, getenv func(string) string) error {
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		name := EnvName(f.Name)
+		if v := getenv(name); v != "" {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", name, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	return c.Validate()
+}
+
+// EnvName returns the variable of a flag: addr is PETSTORE_ADDR.
+func EnvName(flagName string) string {
+	return "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
+}
+
+// Validate reports the first setting that cannot work.
+func (c Config) Validate() error {
+	switch c.Env {
+	case "development", "staging", "production":
+	default:
+		return fmt.Errorf("PETSTORE_ENV must be development, staging or production; got %q", c.Env)
+	}
+	for name, u := range map[string]string{"PETSTORE_PUBLIC_URL": c.PublicURL, "PETSTORE_STAGING_URL": c.StagingURL} {
+		if !strings.HasSuffix(u, "/v1") {
+			return fmt.Errorf("%s must end in /v1; got %q", name, u)
+		}
+	}
+	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
+		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
+	}
+	if c.ShutdownTimeout <= 0 || c.KeyCacheTTL <= 0 {
+		return errors.New("PETSTORE_SHUTDOWN_TIMEOUT and PETSTORE_KEY_CACHE_TTL must be positive")
+	}
+	return nil
+}
+
+// KeyPrefix returns the prefix of the keys this environment issues and accepts.
+func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
+
+// LogValue logs the settings with passwords masked.
+func (c Config) LogValue() slog.Value {
+	return slog.GroupValue(
+		slog.String("addr", c.Addr), slog.String("db", Mask(c.DB)), slog.String("redis", Mask(c.RedisURL)),
+		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
+		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
+	)
+}
+
+// Mask returns an address with its password, if any, replaced by ***.
+func Mask(address string) string {
+	u, err := url.Parse(address)
+	if err != nil || u.User == nil {
+		return address
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "***")
+	}
+	return u.String()
+}

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/internal/dbtest"
+)
+
+// startServer runs `petstore serve` on a free port and returns its base address, the
+// development key it printed, a stop function and the channel run's result arrives on.
+func startServer(t *testing.T) (base, key string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DB": dbtest.DSN(t, "sqlite")}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, pw, io.Discard)
+		pw.Close()
+	}()
+	lines := bufio.NewScanner(pr)
+	for lines.Scan() {
+		line := lines.Text()
+		if strings.HasPrefix(line, "petstore_test_") && key == "" {
+			key = line
+		}
+		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
+			base = strings.Fields(addr)[0]
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	if base == "" || key == "" {
+		cancel()
+		t.Fatalf("serve printed no address and key: %v", <-errc)
+	}
+	t.Cleanup(cancel)
+	return base, key, cancel, errc
+}
+
+func TestServeEndToEnd(t *testing.T) {
+	base, key, stop, done := startServer(t)
+	waitHealthy(t, base)
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"Rex","categoryId":1}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("POST with the development key: got %d; want 201", resp.StatusCode)
+	}
+	stop()
+	if err := <-done; err != nil {
+		t.Errorf("run after stop: got %v; want nil", err)
+	}
+}
+
+// TestShutdownDrains checks that a request in flight when the server is told to stop is
+// still answered, and its pet stored.
+func TestShutdownDrains(t *testing.T) {
+	base, key, stop, done := startServer(t)
+	waitHealthy(t, base)
+	body, w := io.Pipe()
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", body)
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	req.ContentLength = int64(len(`{"name":"Rex","categoryId":1}`))
+	answer := make(chan *http.Response, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Error(err)
+		}
+		answer <- resp
+	}()
+	_, _ = w.Write([]byte(`{"name":"Rex",`)) // the request is now in flight
+	time.Sleep(100 * time.Millisecond)
+	stop()
+	time.Sleep(100 * time.Millisecond)
+	_, _ = w.Write([]byte(`"categoryId":1}`))
+	w.Close()
+	resp := <-answer
+	if resp == nil {
+		t.Fatal("no answer to the in-flight request")
+	}
+	var pet struct{ ID int64 }
+	_ = json.NewDecoder(resp.Body).Decode(&pet)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated || pet.ID != 1 {
+		t.Errorf("in-flight POST: got %d id %d; want 201 id 1", resp.StatusCode, pet.ID)
+	}
+	if err := <-done; err != nil {
+		t.Errorf("run after stop: got %v; want nil", err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("the listener still accepts after shutdown")
+	}
+}
+
+func waitHealthy(t *testing.T, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the server never became healthy")
+}

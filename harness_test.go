@@ -1,0 +1,104 @@
+package main
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/internal/apitest"
+	"petstore/internal/dbtest"
+	"petstore/store"
+)
+
+// testAPI is the real handler of the service over a fresh database, with a business-plan key,
+// and a validator that checks every response against the served OpenAPI document.
+type testAPI struct {
+	h   http.Handler
+	db  *store.DB
+	cfg config.Config
+	key string
+	v   *apitest.Validator
+}
+
+// forEachStore runs fn against a fresh testAPI on each store.
+func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
+	t.Helper()
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) { fn(t, newTestAPI(t, db)) })
+}
+
+func newTestAPI(t *testing.T, db *store.DB) *testAPI {
+	t.Helper()
+	cfg := config.Default()
+	h, err := newHandler(cfg, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &testAPI{h: h, db: db, cfg: cfg}
+	api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.json: got %d; want 200", rec.Code)
+	}
+	api.v = apitest.NewValidator(t, rec.Body.Bytes())
+	return api
+}
+
+func (api *testAPI) createKey(t *testing.T, spec auth.KeySpec) string {
+	t.Helper()
+	key, _, err := auth.CreateKey(context.Background(), api.db.DB, api.cfg.KeyPrefix(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// request describes one HTTP exchange; by default it carries the API key and, with a body,
+// Content-Type: application/json.
+type request struct {
+	method, path, body string
+	header             http.Header // replaces the defaults for the headers it names
+	noAuth             bool
+}
+
+// response is what the service answered.
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// do sends req through the real handler and checks the answer against the OpenAPI document.
+func (api *testAPI) do(t *testing.T, req request) response {
+	t.Helper()
+	var body io.Reader
+	if req.body != "" {
+		body = strings.NewReader(req.body)
+	}
+	r := httptest.NewRequest(req.method, req.path, body)
+	if req.body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if !req.noAuth {
+		r.Header.Set("Authorization", "Bearer "+api.key)
+	}
+	for k, vs := range req.header {
+		r.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	api.h.ServeHTTP(rec, r)
+	api.v.Check(t, r, rec.Code, rec.Header(), rec.Body.Bytes())
+	return response{status: rec.Code, header: rec.Header(), body: rec.Body.String()}
+}
+
+func get(path string) request { return request{method: http.MethodGet, path: path} }
+
+func post(path, body string) request { return request{method: http.MethodPost, path: path, body: body} }
+
+// dbtestSQLite returns a fresh SQLite database, for tests that do not depend on the store.
+func dbtestSQLite(t *testing.T) *store.DB { return dbtest.New(t, "sqlite") }

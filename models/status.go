@@ -1,0 +1,73 @@
+package models
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"petstore/apierr"
+)
+
+// PetStatus is the availability of a pet. Its value, in JSON and in the database, is the
+// lower-case word (available); GraphQL spells it upper-case (AVAILABLE).
+type PetStatus string
+
+// The three statuses.
+const (
+	PetStatusAvailable PetStatus = "available"
+	PetStatusPending   PetStatus = "pending"
+	PetStatusSold      PetStatus = "sold"
+)
+
+// AllPetStatus lists every status in the order of the schema.
+var AllPetStatus = []PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
+
+// IsValid reports whether s is one of the three statuses.
+func (s PetStatus) IsValid() bool {
+	switch s {
+	case PetStatusAvailable, PetStatusPending, PetStatusSold:
+		return true
+	}
+	return false
+}
+
+// ParsePetStatus parses the REST spelling (available, pending, sold); anything else is an
+// invalid_request error.
+func ParsePetStatus(s string) (PetStatus, error) {
+	if st := PetStatus(s); st.IsValid() {
+		return st, nil
+	}
+	return "", apierr.Invalid("status must be one of available, pending, sold; got %q", s)
+}
+
+// UnmarshalJSON parses the REST spelling.
+func (s *PetStatus) UnmarshalJSON(b []byte) error {
+	var str string
+	if err := json.Unmarshal(b, &str); err != nil {
+		return apierr.Invalid("status must be one of available, pending, sold")
+	}
+	st, err := ParsePetStatus(str)
+	if err != nil {
+		return err
+	}
+	*s = st
+	return nil
+}
+
+// MarshalGQL writes the GraphQL spelling (AVAILABLE).
+func (s PetStatus) MarshalGQL(w io.Writer) {
+	_, _ = io.WriteString(w, strconv.Quote(strings.ToUpper(string(s))))
+}
+
+// UnmarshalGQL parses the GraphQL spelling (AVAILABLE).
+func (s *PetStatus) UnmarshalGQL(v any) error {
+	str, ok := v.(string)
+	st := PetStatus(strings.ToLower(str))
+	if !ok || str != strings.ToUpper(str) || !st.IsValid() {
+		return apierr.Invalid("status must be one of AVAILABLE, PENDING, SOLD; got %v", fmt.Sprint(v))
+	}
+	*s = st
+	return nil
+}

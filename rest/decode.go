@@ -1,0 +1,138 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	"petstore/apierr"
+	"petstore/graph"
+	"petstore/models"
+)
+
+// MaxBody is the largest request body the service reads: 1 MiB.
+const MaxBody = 1 << 20
+
+// listParams parses the query of GET /v1/pets: limit and status, each at most once.
+func listParams(rawQuery string) (*int, *models.PetStatus, error) {
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return nil, nil, apierr.Invalid("the query string is malformed: %v", err)
+	}
+	limitText, err := single(q, "limit")
+	if err != nil {
+		return nil, nil, err
+	}
+	var limit *int
+	if limitText != nil {
+		n, err := strconv.Atoi(*limitText)
+		if err != nil {
+			return nil, nil, graph.LimitError(*limitText)
+		}
+		limit = &n
+	}
+	statusText, err := single(q, "status")
+	if err != nil {
+		return nil, nil, err
+	}
+	var status *models.PetStatus
+	if statusText != nil {
+		st, err := models.ParsePetStatus(*statusText)
+		if err != nil {
+			return nil, nil, err
+		}
+		status = &st
+	}
+	return limit, status, nil
+}
+
+// single returns the one value of the query parameter name, or nil when it is absent.
+func single(q url.Values, name string) (*string, error) {
+	vs, ok := q[name]
+	if !ok {
+		return nil, nil
+	}
+	if len(vs) > 1 {
+		return nil, apierr.Invalid("%s must be given at most once", name)
+	}
+	return &vs[0], nil
+}
+
+// newPetBody is the wire form of NewPet: categoryId is kept raw so that only JSON integers
+// are taken.
+type newPetBody struct {
+	Name       *string           `json:"name"`
+	CategoryID json.RawMessage   `json:"categoryId"`
+	Status     *models.PetStatus `json:"status"`
+}
+
+// decodeNewPet reads the body of POST /v1/pets: a JSON object of at most MaxBody bytes, sent
+// as application/json. Unknown fields, and a client-sent id, are ignored. The rules on the
+// values themselves are the resolver's.
+func decodeNewPet(r *http.Request) (models.NewPet, error) {
+	body, err := readJSON(r)
+	if err != nil {
+		return models.NewPet{}, err
+	}
+	var in newPetBody
+	if err := json.Unmarshal(body, &in); err != nil {
+		return models.NewPet{}, jsonError(err)
+	}
+	pet := models.NewPet{Status: in.Status}
+	if in.Name != nil {
+		pet.Name = *in.Name
+	}
+	if len(in.CategoryID) > 0 && string(in.CategoryID) != "null" {
+		id, err := strconv.ParseInt(string(in.CategoryID), 10, 64)
+		if err != nil {
+			return models.NewPet{}, apierr.Invalid("categoryId must be a JSON integer from 1 to %d; got %s", int64(models.MaxCategoryID), in.CategoryID)
+		}
+		pet.CategoryID = id
+	}
+	return pet, nil
+}
+
+// readJSON reads a request body that must be one JSON object sent as application/json.
+func readJSON(r *http.Request) ([]byte, error) {
+	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
+	if err != nil || mt != "application/json" {
+		return nil, apierr.New(apierr.UnsupportedMediaType, "Content-Type must be application/json; got %q", r.Header.Get("Content-Type"))
+	}
+	body, err := io.ReadAll(r.Body)
+	if maxErr := new(http.MaxBytesError); errors.As(err, &maxErr) {
+		return nil, errTooLarge
+	}
+	if err != nil {
+		return nil, apierr.Invalid("the request body could not be read")
+	}
+	trimmed := bytes.TrimLeft(body, " \t\r\n")
+	switch {
+	case len(trimmed) == 0:
+		return nil, apierr.Invalid("a request body is required: a JSON object")
+	case !json.Valid(trimmed):
+		return nil, apierr.Invalid("the request body is not valid JSON")
+	case trimmed[0] != '{':
+		return nil, apierr.Invalid("the request body must be a JSON object")
+	}
+	return trimmed, nil
+}
+
+var errTooLarge = apierr.New(apierr.PayloadTooLarge, "the request body must be at most %d bytes (1 MiB)", MaxBody)
+
+// jsonError explains why a well-formed JSON object does not fit NewPet.
+func jsonError(err error) error {
+	var apiErr *apierr.Error
+	var typeErr *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &apiErr):
+		return apiErr
+	case errors.As(err, &typeErr) && typeErr.Field != "":
+		return apierr.Invalid("%s must be a JSON %s; got a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
+	}
+	return apierr.Invalid("the request body does not fit NewPet: %v", err)
+}

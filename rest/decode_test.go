@@ -1,0 +1,100 @@
+package rest
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gin-gonic/gin"
+	"petstore/apierr"
+
+	"petstore/auth"
+)
+
+// FuzzListParams checks that any query string either parses into values that say what it
+// said, or is refused with an invalid_request error; never a panic or another error.
+func FuzzListParams(f *testing.F) {
+	for _, seed := range []string{"", "limit=5", "limit=0", "limit=abc", "status=sold", "status=SOLD", "limit=1&limit=2",
+		"limit=%zz", "limit=99999999999999999999", "status=available&limit=100", "limit=+5", "limit=-0", ";", "status=",
+		"limit=5&status=pending&after=xyz", "limit=%E2%82%AC"} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		limit, status, err := listParams(raw)
+		if err != nil {
+			if e := new(apierr.Error); !errors.As(err, &e) || e.Code != apierr.InvalidRequest {
+				t.Fatalf("listParams(%q): got error %v; want invalid_request", raw, err)
+			}
+			return
+		}
+		if limit != nil && !strings.Contains(raw, "limit=") {
+			t.Fatalf("listParams(%q): got limit %d from a query without one", raw, *limit)
+		}
+		if status != nil && !status.IsValid() {
+			t.Fatalf("listParams(%q): got invalid status %q", raw, *status)
+		}
+	})
+}
+
+// FuzzDecodeNewPet checks that any body either decodes into a NewPet that JSON carried
+// exactly, or is refused with a 4xx error; never a panic or a 5xx.
+func FuzzDecodeNewPet(f *testing.F) {
+	for _, seed := range []string{`{"name":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold"}`,
+		`{"name":null,"categoryId":null,"status":null}`, `{"categoryId":1e3}`, `{"categoryId":"3"}`, `[]`, `null`, ``, `{`,
+		`{"name":"\ud83d\udc36","categoryId":9223372036854775807}`, `{"categoryId":9223372036854775808}`, `{"name":"a"} x`,
+		`{"name":"a","name":"b","categoryId":2}`, `{"id":5,"name":"x","categoryId":3,"extra":[1,{"a":null}]}`, "{\"name\":\"\xff\"}"} {
+		f.Add(seed, "application/json")
+	}
+	f.Add(`{"name":"Rex","categoryId":1}`, "text/plain")
+	f.Add(`{"name":"Rex","categoryId":1}`, "application/json; charset=utf-8")
+	f.Fuzz(func(t *testing.T, body, contentType string) {
+		r := httptest.NewRequest(http.MethodPost, "/v1/pets", strings.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, MaxBody)
+		pet, err := decodeNewPet(r)
+		if err != nil {
+			if s := apierr.From(err).Status(); s < 400 || s > 499 {
+				t.Fatalf("decodeNewPet(%q): got status %d (%v); want a 4xx", body, s, err)
+			}
+			return
+		}
+		var raw map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(body), &raw); err != nil {
+			t.Fatalf("decodeNewPet accepted %q, which is not a JSON object: %v", body, err)
+		}
+		if c, ok := raw["categoryId"]; ok && string(c) != "null" && strconv.FormatInt(pet.CategoryID, 10) != string(c) {
+			t.Fatalf("categoryId: got %d from %s", pet.CategoryID, c)
+		}
+		if pet.Status != nil && !pet.Status.IsValid() {
+			t.Fatalf("status: got invalid %q", *pet.Status)
+		}
+		var name *string
+		_ = json.Unmarshal(raw["name"], &name)
+		if name != nil && *name != pet.Name {
+			t.Fatalf("name: got %q; want %q", pet.Name, *name)
+		}
+	})
+}
+
+// TestPanicIsInternalError checks that a handler's panic becomes a 500 Error body that tells
+// nothing of the panic.
+func TestPanicIsInternalError(t *testing.T) {
+	r := NewRouter(Deps{
+		Resolver: nil,
+		GraphQL:  http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("secret detail") }),
+		Identify: func(c *gin.Context) {
+			c.Request = c.Request.WithContext(auth.NewContext(c.Request.Context(), &auth.Principal{KeyID: 1, Plan: auth.Free}))
+		},
+	})
+	rec := httptest.NewRecorder()
+	r.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/v1/graphql", strings.NewReader(`{}`)))
+	var body apierr.Body
+	_ = json.Unmarshal(rec.Body.Bytes(), &body)
+	if rec.Code != 500 || body.Code != apierr.Internal || body.Status != 500 || strings.Contains(rec.Body.String(), "secret") {
+		t.Errorf("got %d %s; want 500 internal_error without the panic's text", rec.Code, rec.Body)
+	}
+}

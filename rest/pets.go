@@ -1,0 +1,85 @@
+package rest
+
+import (
+	"net/http"
+	"strconv"
+
+	"github.com/gin-gonic/gin"
+
+	"petstore/apierr"
+	"petstore/graph"
+	"petstore/models"
+)
+
+// Deprecation of getPet: the documented date it was deprecated (2026-01-01, RFC 9745
+// structured date) and the date it will be removed (RFC 8594).
+const (
+	deprecationDate = "@1767225600"
+	sunsetDate      = "Thu, 05 Dec 2030 00:00:00 GMT"
+	successorLink   = `</v1/pets>; rel="successor-version"`
+)
+
+// listPets answers GET /v1/pets (listPets).
+func listPets(q graph.QueryResolver) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		limit, status, err := listParams(c.Request.URL.RawQuery)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		pets, err := q.Pets(c.Request.Context(), limit, status)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, pets)
+	}
+}
+
+// createPet answers POST /v1/pets (createPet).
+func createPet(m graph.MutationResolver) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		in, err := decodeNewPet(c.Request)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		pet, err := m.CreatePet(c.Request.Context(), in)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.Header("Location", "/v1/pets/"+strconv.FormatInt(pet.ID, 10))
+		c.JSON(http.StatusCreated, pet)
+	}
+}
+
+// getPet answers GET /v1/pets/{petId} (getPet, deprecated).
+func getPet(q graph.QueryResolver) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		id, err := models.ParseID("petId", c.Param("petId"))
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		pet, err := q.Pet(c.Request.Context(), id)
+		if err != nil {
+			writeError(c, err)
+			return
+		}
+		c.JSON(http.StatusOK, pet)
+	}
+}
+
+// deprecated marks every answer of a deprecated operation, errors included.
+func deprecated(c *gin.Context) {
+	h := c.Writer.Header()
+	h.Set("Deprecation", deprecationDate)
+	h.Set("Sunset", sunsetDate)
+	h.Set("Link", successorLink)
+}
+
+// listOrders answers GET /v1/store/orders, whose contract is not shown: 501.
+func listOrders(c *gin.Context) {
+	writeError(c, apierr.New(apierr.NotImplemented, "GET /v1/store/orders is not implemented: its contract is not published"))
+}

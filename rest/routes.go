@@ -1,0 +1,87 @@
+// Package rest is the thin Gin layer of the /v1 REST contract: each handler parses the HTTP
+// request, calls the same resolver GraphQL runs, and writes the answer or the Error body.
+package rest
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"petstore/apierr"
+	"petstore/auth"
+	"petstore/graph"
+)
+
+// Deps are what the router serves.
+type Deps struct {
+	Resolver *graph.Resolver
+	GraphQL  http.Handler                // the GraphQL handler, served at /v1/graphql
+	OpenAPI  []byte                      // the OpenAPI document, served at /v1/openapi.json
+	Identify gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
+	Limit    gin.HandlerFunc             // rate limiter; nil for none
+	Ready    func(context.Context) error // nil when the service can serve; for /readyz
+}
+
+// NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI), /healthz, /readyz.
+func NewRouter(d Deps) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
+	r.NoRoute(notFound)
+	r.NoMethod(methodNotAllowed)
+
+	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	r.GET("/readyz", ready(d.Ready))
+
+	v1 := r.Group("/v1")
+	v1.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
+
+	// Every API route: identify the key, charge the budget, refuse the unidentified, bound the body.
+	chain := []gin.HandlerFunc{d.Identify}
+	if d.Limit != nil {
+		chain = append(chain, d.Limit)
+	}
+	chain = append(chain, auth.Require, limitBody)
+	api := v1.Group("", chain...)
+	q, m := d.Resolver.Query(), d.Resolver.Mutation()
+	api.GET("/pets", listPets(q))
+	api.POST("/pets", createPet(m))
+	// getPet marks every answer deprecated, the 401 and 429 ones included.
+	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
+	api.GET("/store/orders", listOrders)
+	api.GET("/graphql", gin.WrapH(d.GraphQL))
+	api.POST("/graphql", gin.WrapH(d.GraphQL))
+	return r
+}
+
+// limitBody refuses bodies over MaxBody: at once when Content-Length says so, else when the
+// reader passes the limit.
+func limitBody(c *gin.Context) {
+	if c.Request.ContentLength > MaxBody {
+		writeError(c, errTooLarge)
+		return
+	}
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody)
+}
+
+// ready answers /readyz: 200 while check passes, else 503 unavailable.
+func ready(check func(context.Context) error) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if check != nil {
+			ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
+			defer cancel()
+			if err := check(ctx); err != nil {
+				writeError(c, &apierr.Error{Code: apierr.Unavailable, Message: "the database is not answering", Err: err})
+				return
+			}
+		}
+		c.JSON(http.StatusOK, gin.H{"status": "ready"})
+	}
+}

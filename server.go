@@ -1,0 +1,176 @@
+// Command petstore is the pet store service: `petstore serve` runs the HTTP API (REST and
+// GraphQL), `petstore migrate` applies the database migrations, and `petstore keys` manages
+// API keys. Every setting is an environment variable with a matching flag (see config).
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/graph"
+	"petstore/rest"
+	"petstore/store"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, "petstore:", err)
+		if errors.Is(err, errUsage) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+// errUsage marks a command line that names no command.
+var errUsage = errors.New("usage: petstore serve | migrate | keys create|list|revoke (-h for flags)")
+
+// run runs the command that args name until ctx is done.
+func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return errUsage
+	}
+	switch args[0] {
+	case "serve":
+		return withConfig(ctx, "serve", args[1:], getenv, stderr, nil, func(cfg config.Config, _ *flag.FlagSet) error {
+			return serve(ctx, cfg, stdout)
+		})
+	case "migrate":
+		return withConfig(ctx, "migrate", args[1:], getenv, stderr, nil, func(cfg config.Config, _ *flag.FlagSet) error {
+			db, err := openDB(ctx, cfg)
+			if err == nil {
+				_ = db.Close()
+			}
+			return err
+		})
+	case "keys":
+		return keys(ctx, args[1:], getenv, stdout, stderr)
+	}
+	return errUsage
+}
+
+// withConfig parses the settings and the command's own flags (defined by extra), sets up
+// logging, and calls fn.
+func withConfig(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
+	extra func(*flag.FlagSet), fn func(config.Config, *flag.FlagSet) error) error {
+	fs := flag.NewFlagSet("petstore "+name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfg := config.Default()
+	cfg.Register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := config.Parse(fs, &cfg, args, getenv); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return err
+	}
+	slog.SetDefault(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	slog.InfoContext(ctx, "petstore "+name, "config", cfg)
+	return fn(cfg, fs)
+}
+
+// openDB opens the configured database and applies pending migrations.
+func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DB, cfg.Pool)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := db.Migrate(ctx); err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// serve runs the HTTP server until ctx is done, then drains in-flight requests.
+func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	db, err := openDB(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	if cfg.Env == "development" {
+		if err := printDevKey(ctx, db, cfg, stdout); err != nil {
+			return err
+		}
+	}
+	handler, err := newHandler(cfg, db)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: 5 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		IdleTimeout:       120 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "petstore listening on http://%s (REST at /v1/pets, GraphQL at /v1/graphql)\n", ln.Addr())
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}
+
+// newHandler wires the resolvers, GraphQL, auth and the REST router.
+func newHandler(cfg config.Config, db *store.DB) (http.Handler, error) {
+	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+	if err != nil {
+		return nil, err
+	}
+	resolver := graph.NewResolver(db.DB)
+	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
+	return rest.NewRouter(rest.Deps{
+		Resolver: resolver,
+		GraphQL:  graph.NewHandler(resolver),
+		OpenAPI:  doc,
+		Identify: authn.Identify,
+		Ready:    db.Ping,
+	}), nil
+}
+
+// printDevKey creates and prints a development key when the database has no key at all.
+func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, stdout io.Writer) error {
+	key, err := auth.EnsureDevKey(ctx, db.DB, cfg.KeyPrefix())
+	if err != nil {
+		return fmt.Errorf("create the development key: %w", err)
+	}
+	if key == "" {
+		fmt.Fprintln(stdout, "development: API keys exist already; make a new one with: petstore keys create --plan free")
+		return nil
+	}
+	fmt.Fprintf(stdout, "development API key (free plan, shown once):\n%s\n", key)
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://localhost%s/v1/pets\n", key, cfg.Addr)
+	return nil
+}

@@ -1,0 +1,157 @@
+// Package store opens the database named by PETSTORE_DB (embedded SQLite or MySQL/MariaDB)
+// with GORM, sizes its connection pool and applies the embedded migrations.
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/glebarez/sqlite"
+	mysqldriver "github.com/go-sql-driver/mysql"
+	"gorm.io/driver/mysql"
+	"gorm.io/gorm"
+	"gorm.io/gorm/logger"
+
+	"petstore/migrations"
+)
+
+// Pool sizes the connection pool of a MySQL database. SQLite always uses one connection, so
+// that writers never contend for its lock.
+type Pool struct {
+	// MaxOpen bounds the open connections of one instance. MariaDB allows 151 connections by
+	// default: the default of 16 lets eight instances share a server with room to spare.
+	MaxOpen int
+	// MaxIdle bounds the idle connections kept for reuse.
+	MaxIdle int
+	// MaxLifetime recycles connections well before MySQL's wait_timeout (8 hours by default)
+	// and the idle cut-offs of proxies and load balancers in between.
+	MaxLifetime time.Duration
+	// MaxIdleTime closes connections idle for this long.
+	MaxIdleTime time.Duration
+}
+
+// DefaultPool is the pool used when no setting overrides it.
+var DefaultPool = Pool{MaxOpen: 16, MaxIdle: 16, MaxLifetime: 5 * time.Minute, MaxIdleTime: time.Minute}
+
+// DB is an open database: the GORM handle and its dialect.
+type DB struct {
+	*gorm.DB
+	Dialect string // migrations.MySQL or migrations.SQLite
+}
+
+// Open connects to the database that dsn names, `sqlite:PATH` or
+// `mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]`, and checks that it answers.
+func Open(ctx context.Context, dsn string, pool Pool) (*DB, error) {
+	dialector, dialect, err := dialectorFor(dsn)
+	if err != nil {
+		return nil, err
+	}
+	gdb, err := gorm.Open(dialector, &gorm.Config{
+		SkipDefaultTransaction: true, // every write is one statement
+		PrepareStmt:            true, // one round trip per query once warm
+		TranslateError:         true,
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
+	}
+	db := &DB{DB: gdb, Dialect: dialect}
+	sqlDB, err := gdb.DB()
+	if err != nil {
+		return nil, err
+	}
+	if dialect == migrations.SQLite {
+		pool = Pool{MaxOpen: 1, MaxIdle: 1}
+	}
+	sqlDB.SetMaxOpenConns(pool.MaxOpen)
+	sqlDB.SetMaxIdleConns(pool.MaxIdle)
+	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
+	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
+	if err := db.Ping(ctx); err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("store: %s does not answer: %w", dialect, err)
+	}
+	return db, nil
+}
+
+// Migrate applies the pending migrations and returns how many it applied.
+func (db *DB) Migrate(ctx context.Context) (int, error) {
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		return 0, err
+	}
+	return migrations.Apply(ctx, sqlDB, db.Dialect)
+}
+
+// Ping checks that the database answers.
+func (db *DB) Ping(ctx context.Context) error {
+	sqlDB, err := db.DB.DB()
+	if err != nil {
+		return err
+	}
+	return sqlDB.PingContext(ctx)
+}
+
+// SQL returns the underlying database/sql handle.
+func (db *DB) SQL() *sql.DB {
+	sqlDB, _ := db.DB.DB()
+	return sqlDB
+}
+
+// Close closes the connection pool.
+func (db *DB) Close() error {
+	return db.SQL().Close()
+}
+
+// dialectorFor parses dsn into a GORM dialector.
+func dialectorFor(dsn string) (gorm.Dialector, string, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite:"):
+		path := strings.TrimPrefix(dsn, "sqlite:")
+		if path == "" {
+			return nil, "", errors.New("store: sqlite:PATH needs a path")
+		}
+		// WAL lets readers go on while a write commits; busy_timeout waits out other processes
+		// (the keys command) instead of failing at once.
+		return sqlite.Open(path + "?_pragma=busy_timeout(5000)&_pragma=journal_mode(WAL)"), migrations.SQLite, nil
+	case strings.HasPrefix(dsn, "mysql://"):
+		cfg, err := mysqlConfig(dsn)
+		if err != nil {
+			return nil, "", err
+		}
+		return mysql.New(mysql.Config{DSNConfig: cfg}), migrations.MySQL, nil
+	}
+	return nil, "", errors.New("store: the database must be sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME")
+}
+
+// mysqlConfig turns mysql://USER:PASS@HOST:PORT/DBNAME?PARAMS into a driver configuration. The
+// connection charset is utf8mb4 (full Unicode) and times are UTC unless PARAMS say otherwise.
+func mysqlConfig(dsn string) (*mysqldriver.Config, error) {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("store: bad MySQL address: %w", err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	if u.Host == "" || name == "" || strings.Contains(name, "/") {
+		return nil, errors.New("store: the MySQL address must be mysql://USER:PASS@HOST:PORT/DBNAME")
+	}
+	q := u.Query()
+	for k, v := range map[string]string{"charset": "utf8mb4", "parseTime": "true", "loc": "UTC", "timeout": "5s", "readTimeout": "30s", "writeTimeout": "30s"} {
+		if !q.Has(k) {
+			q.Set(k, v)
+		}
+	}
+	cfg, err := mysqldriver.ParseDSN("tcp(" + u.Host + ")/" + name + "?" + q.Encode())
+	if err != nil {
+		return nil, fmt.Errorf("store: bad MySQL parameters: %w", err)
+	}
+	cfg.User = u.User.Username()
+	cfg.Passwd, _ = u.User.Password()
+	return cfg, nil
+}
