@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -350,4 +352,23 @@ func flip(c byte) string {
 		return "B"
 	}
 	return "A"
+}
+
+// TestBodyLimitWithoutContentLength checks the 1 MiB cap on a streamed body whose length is
+// not announced, on REST and GraphQL alike.
+func TestBodyLimitWithoutContentLength(t *testing.T) {
+	api := newTestAPI(t, dbtestSQLite(t))
+	for _, path := range []string{"/v1/pets", "/v1/graphql"} {
+		body := `{"name":"` + strings.Repeat("a", 2<<20) + `","categoryId":1}`
+		r := httptest.NewRequest(http.MethodPost, path, io.MultiReader(strings.NewReader(body)))
+		r.ContentLength = -1
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+api.key)
+		rec := httptest.NewRecorder()
+		api.h.ServeHTTP(rec, r)
+		api.v.Check(t, r, rec.Code, rec.Header(), rec.Body.Bytes())
+		if rec.Code != http.StatusRequestEntityTooLarge {
+			t.Errorf("%s: got %d %s; want 413", path, rec.Code, rec.Body)
+		}
+	}
 }

@@ -31,7 +31,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) { fn(t, newTestAPI(t, db)) })
 }
 
-func newTestAPI(t *testing.T, db *store.DB) *testAPI {
+func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 	t.Helper()
 	cfg := config.Default()
 	h, err := newHandler(cfg, db)
@@ -49,7 +49,7 @@ func newTestAPI(t *testing.T, db *store.DB) *testAPI {
 	return api
 }
 
-func (api *testAPI) createKey(t *testing.T, spec auth.KeySpec) string {
+func (api *testAPI) createKey(t testing.TB, spec auth.KeySpec) string {
 	t.Helper()
 	key, _, err := auth.CreateKey(context.Background(), api.db.DB, api.cfg.KeyPrefix(), spec)
 	if err != nil {

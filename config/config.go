@@ -127,8 +127,8 @@ func Mask(address string) string {
 	if err != nil || u.User == nil {
 		return address
 	}
-	if _, ok := u.User.Password(); ok {
-		u.User = url.UserPassword(u.User.Username(), "***")
+	if _, ok := u.User.Password(); !ok {
+		return address
 	}
-	return u.String()
+	return strings.Replace(address, u.User.String()+"@", url.User(u.User.Username()).String()+":***@", 1)
 }

@@ -3,7 +3,10 @@
 package rest
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"net/http"
 	"slices"
 	"time"
@@ -57,7 +60,7 @@ func NewRouter(d Deps) *gin.Engine {
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
 	api.GET("/store/orders", listOrders)
 	api.GET("/graphql", gin.WrapH(d.GraphQL))
-	api.POST("/graphql", gin.WrapH(d.GraphQL))
+	api.POST("/graphql", graphQLPost(d.GraphQL))
 	return r
 }
 
@@ -69,6 +72,24 @@ func limitBody(c *gin.Context) {
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody)
+}
+
+// graphQLPost reads the body of a GraphQL POST before gqlgen does, so that a body over MaxBody
+// gets the same 413 Error body as REST rather than a GraphQL error.
+func graphQLPost(h http.Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		body, err := io.ReadAll(c.Request.Body)
+		if err != nil {
+			if errors.As(err, new(*http.MaxBytesError)) {
+				writeError(c, errTooLarge)
+			} else {
+				writeError(c, apierr.Invalid("the request body could not be read"))
+			}
+			return
+		}
+		c.Request.Body = io.NopCloser(bytes.NewReader(body))
+		h.ServeHTTP(c.Writer, c.Request)
+	}
 }
 
 // ready answers /readyz: 200 while check passes, else 503 unavailable.

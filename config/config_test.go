@@ -1,0 +1,62 @@
+package config
+
+import (
+	"flag"
+	"io"
+	"testing"
+	"time"
+)
+
+func parse(t *testing.T, env map[string]string, args ...string) (Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	c := Default()
+	c.Register(fs)
+	err := Parse(fs, &c, args, func(k string) string { return env[k] })
+	return c, err
+}
+
+func TestEnvironmentAndFlags(t *testing.T) {
+	c, err := parse(t, map[string]string{
+		"PETSTORE_DB": "mysql://root:@127.0.0.1:3306/test", "PETSTORE_ADDR": ":9000",
+		"PETSTORE_DB_MAX_OPEN": "8", "PETSTORE_KEY_CACHE_TTL": "3s", "PETSTORE_ENV": "production",
+	}, "--addr", ":9100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.DB != "mysql://root:@127.0.0.1:3306/test" || c.Addr != ":9100" || c.Pool.MaxOpen != 8 || c.KeyCacheTTL != 3*time.Second {
+		t.Errorf("got %+v; want the variables, with the flag winning for addr", c)
+	}
+	if c.KeyPrefix() != "petstore_live_" {
+		t.Errorf("production key prefix: got %q", c.KeyPrefix())
+	}
+	if d, _ := parse(t, nil); d.KeyPrefix() != "petstore_test_" || d.DB != "sqlite:petstore.db" || d.Addr != ":8080" {
+		t.Errorf("defaults: got %+v", d)
+	}
+}
+
+func TestInvalidSettings(t *testing.T) {
+	for _, env := range []map[string]string{
+		{"PETSTORE_ENV": "prod"}, {"PETSTORE_DB_MAX_OPEN": "0"}, {"PETSTORE_DB_MAX_OPEN": "many"},
+		{"PETSTORE_STAGING_URL": "https://staging.example.com/v2"}, {"PETSTORE_SHUTDOWN_TIMEOUT": "0s"},
+		{"PETSTORE_LOG_LEVEL": "loud"},
+	} {
+		if _, err := parse(t, env); err == nil {
+			t.Errorf("%v: got success; want an error", env)
+		}
+	}
+}
+
+func TestMask(t *testing.T) {
+	for in, want := range map[string]string{
+		"mysql://app:secret@db:3306/pets": "mysql://app:***@db:3306/pets",
+		"redis://127.0.0.1:6379/0":        "redis://127.0.0.1:6379/0",
+		"sqlite:petstore.db":              "sqlite:petstore.db",
+		"mysql://root:@127.0.0.1:3306/t":  "mysql://root:***@127.0.0.1:3306/t",
+	} {
+		if got := Mask(in); got != want {
+			t.Errorf("Mask(%q) = %q; want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,86 @@
+package main
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	"gorm.io/gorm"
+
+	"petstore/internal/dbtest"
+)
+
+// countStatements counts the SQL statements db runs, and those on the key table.
+func countStatements(t testing.TB, db *gorm.DB) (all, keyReads *atomic.Int64) {
+	t.Helper()
+	all, keyReads = new(atomic.Int64), new(atomic.Int64)
+	count := func(tx *gorm.DB) {
+		all.Add(1)
+		if tx.Statement.Table == "api_keys" {
+			keyReads.Add(1)
+		}
+	}
+	cb := db.Callback()
+	for name, err := range map[string]error{
+		"query":  cb.Query().Before("gorm:query").Register("test:count", count),
+		"create": cb.Create().Before("gorm:create").Register("test:count", count),
+		"row":    cb.Row().Before("gorm:row").Register("test:count", count),
+		"raw":    cb.Raw().Before("gorm:raw").Register("test:count", count),
+	} {
+		if err != nil {
+			t.Fatalf("register %s counter: %v", name, err)
+		}
+	}
+	return all, keyReads
+}
+
+// TestWarmListIsOneQuery checks that a warm authenticated list runs one SQL statement and
+// reads no key table.
+func TestWarmListIsOneQuery(t *testing.T) {
+	forEachStore(t, func(t *testing.T, api *testAPI) {
+		all, keyReads := countStatements(t, api.db.DB)
+		api.do(t, get("/v1/pets?limit=20")) // warms the key cache
+		all.Store(0)
+		keyReads.Store(0)
+		for _, path := range []string{"/v1/pets?limit=20", "/v1/pets?status=sold", "/v1/pets"} {
+			if resp := api.do(t, get(path)); resp.status != 200 {
+				t.Fatalf("%s: got %d", path, resp.status)
+			}
+		}
+		if all.Load() != 3 || keyReads.Load() != 0 {
+			t.Errorf("3 warm lists: got %d statements, %d key reads; want 3 and 0", all.Load(), keyReads.Load())
+		}
+	})
+}
+
+// BenchmarkListPets measures an authenticated GET /v1/pets?limit=20 through the real router,
+// on each store, with 20 pets to list.
+func BenchmarkListPets(b *testing.B) {
+	for _, dialect := range dbtest.Dialects {
+		b.Run(dialect, func(b *testing.B) {
+			db := dbtest.New(b, dialect)
+			api := newTestAPI(b, db)
+			h, key := api.h, api.key
+			for i := range 20 {
+				r := httptest.NewRequest(http.MethodPost, "/v1/pets", strings.NewReader(fmt.Sprintf(`{"name":"pet%d","categoryId":1,"status":"available"}`, i)))
+				r.Header.Set("Authorization", "Bearer "+key)
+				r.Header.Set("Content-Type", "application/json")
+				h.ServeHTTP(httptest.NewRecorder(), r)
+			}
+			req := httptest.NewRequest(http.MethodGet, "/v1/pets?limit=20", nil)
+			req.Header.Set("Authorization", "Bearer "+key)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
