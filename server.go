@@ -20,6 +20,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/graph"
+	"petstore/playground"
 	"petstore/rest"
 	"petstore/store"
 )
@@ -152,11 +153,12 @@ func newHandler(cfg config.Config, db *store.DB) (http.Handler, error) {
 	resolver := graph.NewResolver(db.DB)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
 	return rest.NewRouter(rest.Deps{
-		Resolver: resolver,
-		GraphQL:  graph.NewHandler(resolver),
-		OpenAPI:  doc,
-		Identify: authn.Identify,
-		Ready:    db.Ping,
+		Resolver:   resolver,
+		GraphQL:    graph.NewHandler(resolver),
+		OpenAPI:    doc,
+		Playground: playground.Handler("/v1/graphql"),
+		Identify:   authn.Identify,
+		Ready:      db.Ping,
 	}), nil
 }
 

@@ -20,12 +20,13 @@ import (
 
 // Deps are what the router serves.
 type Deps struct {
-	Resolver *graph.Resolver
-	GraphQL  http.Handler                // the GraphQL handler, served at /v1/graphql
-	OpenAPI  []byte                      // the OpenAPI document, served at /v1/openapi.json
-	Identify gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
-	Limit    gin.HandlerFunc             // rate limiter; nil for none
-	Ready    func(context.Context) error // nil when the service can serve; for /readyz
+	Resolver   *graph.Resolver
+	GraphQL    http.Handler                // the GraphQL handler, served at /v1/graphql
+	OpenAPI    []byte                      // the OpenAPI document, served at /v1/openapi.json
+	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
+	Identify   gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
+	Limit      gin.HandlerFunc             // rate limiter; nil for none
+	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 }
 
 // NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI), /healthz, /readyz.
@@ -45,6 +46,9 @@ func NewRouter(d Deps) *gin.Engine {
 
 	v1 := r.Group("/v1")
 	v1.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
+	if d.Playground != nil {
+		v1.GET("/playground", gin.WrapH(d.Playground))
+	}
 
 	// Every API route: identify the key, charge the budget, refuse the unidentified, bound the body.
 	chain := []gin.HandlerFunc{d.Identify}
