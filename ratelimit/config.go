@@ -1,0 +1,128 @@
+package ratelimit
+
+import (
+	"fmt"
+	"log/slog"
+	"net/netip"
+	"strings"
+	"time"
+)
+
+// Config holds every setting of the Limiter. Start from DefaultConfig; New validates it.
+type Config struct {
+	// AnonymousPerMinute and AnonymousPerDay limit the requests without a valid key, per
+	// client address; stricter than the free plan (60/min, 1,000/day) so that key guessing is
+	// slow. Defaults: 20 and 200.
+	AnonymousPerMinute int64
+	AnonymousPerDay    int64
+
+	// SuspendAfter is the number of rate_limited rejections within SuspendWindow (counted from
+	// the first of them) that suspends a subject; 0 disables suspensions. Defaults: 20, 1 minute.
+	SuspendAfter  int64
+	SuspendWindow time.Duration
+
+	// SuspendBase is the length of a first suspension; each suspension that starts within
+	// SuspendMemory after the previous one ended lasts twice as long as that one, at most
+	// SuspendMax. Defaults: 5 minutes, 1 hour, 24 hours.
+	SuspendBase   time.Duration
+	SuspendMax    time.Duration
+	SuspendMemory time.Duration
+
+	// TrustedProxies lists the proxies (CIDR prefixes such as "10.0.0.0/8", or single
+	// addresses) whose X-Forwarded-For header is believed. Default: none, so the client address
+	// is always the immediate peer.
+	TrustedProxies []string
+
+	// FailOpen admits requests uncounted when the store fails; false answers 503 unavailable
+	// instead. Default: true.
+	FailOpen bool
+
+	// RedisKeyPrefix starts every Redis key (pass it to NewRedisStore; New only validates it).
+	// It must not contain "{" or "}". Default: "rl:".
+	RedisKeyPrefix string
+
+	// Logger receives the store-failure lines. Default (nil): slog.Default().
+	Logger *slog.Logger
+}
+
+// DefaultConfig returns the documented defaults.
+func DefaultConfig() Config {
+	return Config{
+		AnonymousPerMinute: 20,
+		AnonymousPerDay:    200,
+		SuspendAfter:       20,
+		SuspendWindow:      time.Minute,
+		SuspendBase:        5 * time.Minute,
+		SuspendMax:         time.Hour,
+		SuspendMemory:      24 * time.Hour,
+		FailOpen:           true,
+		RedisKeyPrefix:     "rl:",
+	}
+}
+
+// validate reports the first setting that cannot work.
+func (c Config) validate() error {
+	switch {
+	case c.AnonymousPerMinute < 1:
+		return fmt.Errorf("AnonymousPerMinute must be at least 1; got %d", c.AnonymousPerMinute)
+	case c.AnonymousPerDay < 1:
+		return fmt.Errorf("AnonymousPerDay must be at least 1; got %d", c.AnonymousPerDay)
+	case c.SuspendAfter < 0:
+		return fmt.Errorf("SuspendAfter must be 0 (off) or more; got %d", c.SuspendAfter)
+	case strings.ContainsAny(c.RedisKeyPrefix, "{}"):
+		return fmt.Errorf("RedisKeyPrefix must not contain braces; got %q", c.RedisKeyPrefix)
+	}
+	if c.SuspendAfter == 0 {
+		return nil
+	}
+	return c.validateSuspension()
+}
+
+func (c Config) validateSuspension() error {
+	switch {
+	case c.SuspendWindow < time.Millisecond:
+		return fmt.Errorf("SuspendWindow must be at least 1ms; got %v", c.SuspendWindow)
+	case c.SuspendBase < time.Millisecond:
+		return fmt.Errorf("SuspendBase must be at least 1ms; got %v", c.SuspendBase)
+	case c.SuspendMax < c.SuspendBase:
+		return fmt.Errorf("SuspendMax must be at least SuspendBase (%v); got %v", c.SuspendBase, c.SuspendMax)
+	case c.SuspendMemory < 0:
+		return fmt.Errorf("SuspendMemory must not be negative; got %v", c.SuspendMemory)
+	}
+	return nil
+}
+
+// suspension returns the suspension rules of c.
+func (c Config) suspension() Suspension {
+	return Suspension{
+		After: c.SuspendAfter, Window: c.SuspendWindow,
+		Base: c.SuspendBase, Max: c.SuspendMax, Memory: c.SuspendMemory,
+	}
+}
+
+// parseProxies parses TrustedProxies: CIDR prefixes or single addresses.
+func parseProxies(list []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(list))
+	for _, s := range list {
+		s = strings.TrimSpace(s)
+		if a, err := netip.ParseAddr(s); err == nil {
+			a = a.Unmap().WithZone("")
+			out = append(out, netip.PrefixFrom(a, a.BitLen()))
+			continue
+		}
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, fmt.Errorf("TrustedProxies: %q is neither an address nor a CIDR prefix", s)
+		}
+		out = append(out, netip.PrefixFrom(p.Addr().Unmap(), unmappedBits(p)).Masked())
+	}
+	return out, nil
+}
+
+// unmappedBits returns the prefix length of p once an IPv4-mapped address is unmapped.
+func unmappedBits(p netip.Prefix) int {
+	if p.Addr().Is4In6() {
+		return max(0, p.Bits()-96)
+	}
+	return p.Bits()
+}

@@ -1,0 +1,154 @@
+package ratelimit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"sync/atomic"
+	"time"
+
+	"github.com/gin-gonic/gin"
+
+	"petstore/apierr"
+	"petstore/auth"
+)
+
+// failureLogEvery bounds the store-failure log lines while a failure lasts.
+const failureLogEvery = 10 * time.Second
+
+// Limiter applies the rate limits to requests. It is safe for concurrent use.
+type Limiter struct {
+	store    Store
+	anon     Policy
+	suspend  Suspension
+	proxies  proxies
+	failOpen bool
+	log      *slog.Logger
+
+	storeErrors atomic.Uint64
+	degraded    atomic.Bool  // a store failure has not been followed by a success yet
+	nextLog     atomic.Int64 // Unix nanoseconds before which failures are not logged
+}
+
+// New returns a Limiter keeping its state in store. It fails when cfg is inconsistent (see
+// Config) or store is nil.
+func New(cfg Config, store Store) (*Limiter, error) {
+	if store == nil {
+		return nil, errors.New("ratelimit: nil Store")
+	}
+	if err := cfg.validate(); err != nil {
+		return nil, fmt.Errorf("ratelimit: %w", err)
+	}
+	ps, err := parseProxies(cfg.TrustedProxies)
+	if err != nil {
+		return nil, fmt.Errorf("ratelimit: %w", err)
+	}
+	log := cfg.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	s := cfg.suspension()
+	return &Limiter{
+		store:    store,
+		anon:     Policy{PerMinute: cfg.AnonymousPerMinute, PerDay: cfg.AnonymousPerDay, Suspension: s},
+		suspend:  s,
+		proxies:  ps,
+		failOpen: cfg.FailOpen,
+		log:      log,
+	}, nil
+}
+
+// Middleware is the gin.HandlerFunc of the limiter, to be placed after the middleware that
+// identifies the key (auth.Identify) and before the one that requires it. It charges the
+// request to its key, or to its client address when it has no principal, sets the rate-limit
+// headers (before the handler runs, so that every response carries them), and answers 429
+// rate_limited or key_suspended itself when the request is rejected.
+func (l *Limiter) Middleware(c *gin.Context) {
+	r := c.Request
+	subj, p := l.subject(r)
+	d, err := l.store.Take(r.Context(), subj, p)
+	if err != nil {
+		l.storeFailed(c, p, err)
+		return
+	}
+	l.storeAnswered(r.Context())
+	setHeaders(c.Writer.Header(), d)
+	if d.Outcome == Allowed {
+		c.Next()
+		return
+	}
+	secs := int64(d.RetryAfter() / time.Second)
+	c.Header("Retry-After", strconv.FormatInt(secs, 10))
+	apierr.Write(c.Writer, r, rejection(subj, d, secs))
+	c.Abort()
+}
+
+// StoreErrors returns how many decisions the store failed to make since the Limiter started
+// (each one admitted or answered 503, as Config.FailOpen says).
+func (l *Limiter) StoreErrors() uint64 { return l.storeErrors.Load() }
+
+// subject returns who r is charged to and under which limits.
+func (l *Limiter) subject(r *http.Request) (Subject, Policy) {
+	if p := auth.FromContext(r.Context()); p != nil {
+		return KeySubject(p.KeyID), Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend}
+	}
+	return AddrSubject(l.proxies.clientAddr(r)), l.anon
+}
+
+// rejection returns the Error body of a rejected request.
+func rejection(subj Subject, d Decision, secs int64) *apierr.Error {
+	if d.Outcome == Suspended {
+		who := "this API key"
+		if subj.KeyID == 0 {
+			who = "this client address"
+		}
+		return apierr.New(apierr.KeySuspended,
+			"%s is suspended for sending requests after being rate limited; retry after %d seconds", who, secs)
+	}
+	w := d.Binding()
+	return apierr.New(apierr.RateLimited,
+		"rate limit of %d requests per %s exceeded; retry after %d seconds", w.Limit, w.Name, secs)
+}
+
+// storeFailed applies the failure policy. A request whose client has gone is dropped silently.
+func (l *Limiter) storeFailed(c *gin.Context, p Policy, err error) {
+	ctx := c.Request.Context()
+	if ctx.Err() != nil {
+		c.Abort()
+		return
+	}
+	l.noteFailure(ctx, err)
+	setHeaders(c.Writer.Header(), decision(p, raw{outcome: Allowed, now: time.Now().UnixMilli()}))
+	if l.failOpen {
+		c.Next()
+		return
+	}
+	c.Header("Retry-After", "1")
+	apierr.Write(c.Writer, c.Request, &apierr.Error{Code: apierr.Unavailable,
+		Message: "rate limiting is temporarily unavailable; retry in a second", Err: err})
+	c.Abort()
+}
+
+// noteFailure counts a store failure and logs it, at most once per failureLogEvery.
+func (l *Limiter) noteFailure(ctx context.Context, err error) {
+	n := l.storeErrors.Add(1)
+	l.degraded.Store(true)
+	now := time.Now().UnixNano()
+	next := l.nextLog.Load()
+	if now < next || !l.nextLog.CompareAndSwap(next, now+int64(failureLogEvery)) {
+		return
+	}
+	l.log.ErrorContext(ctx, "rate-limit store failed", "err", err, "fail_open", l.failOpen,
+		"store_errors_total", n)
+}
+
+// storeAnswered logs the first success after failures.
+func (l *Limiter) storeAnswered(ctx context.Context) {
+	if l.degraded.Load() && l.degraded.Swap(false) {
+		l.nextLog.Store(0)
+		l.log.InfoContext(ctx, "rate-limit store answers again", "store_errors_total", l.storeErrors.Load())
+	}
+}

@@ -1,0 +1,96 @@
+package ratelimit
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+const (
+	shardCount = 64           // a power of two; spreads lock contention over the cores
+	sweepEvery = minuteMS * 5 // how often a shard drops expired subjects, in milliseconds
+)
+
+// MemoryStore is the in-process Store: the state of one instance, in shards of subjects each
+// guarded by a mutex. A decision takes one shard lock and allocates nothing once the subject
+// is known. Each shard drops expired subjects at most every five minutes, during a Take, so the
+// memory used follows the number of subjects seen within about a day.
+type MemoryStore struct {
+	now    func() time.Time
+	shards [shardCount]shard
+}
+
+type shard struct {
+	mu        sync.Mutex
+	subjects  map[Subject]*entry
+	lastSweep int64
+	_         [32]byte // keeps neighbouring shards' locks off one cache line
+}
+
+type entry struct {
+	state
+	expires int64 // state.expiry at the last change
+}
+
+// NewMemoryStore returns an in-process Store reading time from clock (time.Now when nil);
+// tests pass a fake clock.
+func NewMemoryStore(clock func() time.Time) *MemoryStore {
+	if clock == nil {
+		clock = time.Now
+	}
+	s := &MemoryStore{now: clock}
+	for i := range s.shards {
+		s.shards[i].subjects = make(map[Subject]*entry)
+	}
+	return s
+}
+
+// Take implements Store. It never fails.
+func (s *MemoryStore) Take(_ context.Context, subj Subject, p Policy) (Decision, error) {
+	now := s.now().UnixMilli()
+	r := rulesOf(p)
+	sh := &s.shards[subj.hash()&(shardCount-1)]
+	sh.mu.Lock()
+	res := sh.take(subj, now, r)
+	sh.mu.Unlock()
+	return decision(p, res), nil
+}
+
+// take decides under the shard's lock. Only a subject's first request allocates.
+func (sh *shard) take(subj Subject, now int64, r rules) raw {
+	e := sh.subjects[subj]
+	if e == nil {
+		e = new(entry)
+		sh.subjects[subj] = e
+	}
+	res, changed := e.take(now, r)
+	if changed {
+		e.expires = e.expiry(r)
+	}
+	if now-sh.lastSweep >= sweepEvery {
+		sh.sweep(now)
+	}
+	return res
+}
+
+// sweep drops the subjects whose state no longer matters.
+func (sh *shard) sweep(now int64) {
+	sh.lastSweep = now
+	for subj, e := range sh.subjects {
+		if e.expires <= now {
+			delete(sh.subjects, subj)
+		}
+	}
+}
+
+// len returns the number of subjects held (for tests).
+func (s *MemoryStore) len() int {
+	n := 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += len(sh.subjects)
+		sh.mu.Unlock()
+	}
+	return n
+}
