@@ -36,7 +36,7 @@ func statusWith(t *testing.T, dsn, key string) int {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	h, err := newHandler(config.Default(), db)
+	h, err := newHandler(config.Default(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -34,7 +34,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 	t.Helper()
 	cfg := config.Default()
-	h, err := newHandler(cfg, db)
+	h, err := newHandler(cfg, db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,6 +64,7 @@ type request struct {
 	method, path, body string
 	header             http.Header // replaces the defaults for the headers it names
 	noAuth             bool
+	remoteAddr         string // the client's address; httptest's 192.0.2.1:1234 when empty
 }
 
 // response is what the service answered.
@@ -86,6 +87,9 @@ func (api *testAPI) do(t *testing.T, req request) response {
 	}
 	if !req.noAuth {
 		r.Header.Set("Authorization", "Bearer "+api.key)
+	}
+	if req.remoteAddr != "" {
+		r.RemoteAddr = req.remoteAddr
 	}
 	for k, vs := range req.header {
 		r.Header[k] = vs

@@ -17,10 +17,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"petstore/auth"
 	"petstore/config"
 	"petstore/graph"
 	"petstore/playground"
+	"petstore/ratelimit"
 	"petstore/rest"
 	"petstore/store"
 )
@@ -111,7 +114,14 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 			return err
 		}
 	}
-	handler, err := newHandler(cfg, db)
+	rdb, err := openRedis(cfg.RedisURL)
+	if err != nil {
+		return err
+	}
+	if rdb != nil {
+		defer rdb.Close()
+	}
+	handler, err := newHandler(cfg, db, rdb)
 	if err != nil {
 		return err
 	}
@@ -144,22 +154,56 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	return nil
 }
 
-// newHandler wires the resolvers, GraphQL, auth and the REST router.
-func newHandler(cfg config.Config, db *store.DB) (http.Handler, error) {
-	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+// openRedis returns a client of the Redis server at url, or nil when url is empty. Its
+// timeouts are short: every API request waits for one rate-limit decision.
+func openRedis(url string) (*redis.Client, error) {
+	if url == "" {
+		return nil, nil
+	}
+	opts, err := redis.ParseURL(url)
+	if err != nil {
+		return nil, fmt.Errorf("PETSTORE_REDIS_URL: %w", err)
+	}
+	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, 500*time.Millisecond, 500*time.Millisecond
+	opts.MaxRetries = 1
+	return redis.NewClient(opts), nil
+}
+
+// newHandler returns the service's whole HTTP handler.
+func newHandler(cfg config.Config, db *store.DB, rdb *redis.Client) (http.Handler, error) {
+	deps, err := newDeps(cfg, db, rdb)
 	if err != nil {
 		return nil, err
 	}
+	return rest.NewRouter(deps), nil
+}
+
+// newDeps wires the resolvers, GraphQL, auth and the rate limiter (in Redis when rdb is not
+// nil, else in process) for the router.
+func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, error) {
+	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	var limits ratelimit.Store = ratelimit.NewMemoryStore(nil)
+	if rdb != nil {
+		limits = ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+	}
+	limiter, err := ratelimit.New(cfg.RateLimit, limits)
+	if err != nil {
+		return rest.Deps{}, err
+	}
 	resolver := graph.NewResolver(db.DB)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
-	return rest.NewRouter(rest.Deps{
+	return rest.Deps{
 		Resolver:   resolver,
 		GraphQL:    graph.NewHandler(resolver),
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Identify:   authn.Identify,
+		Limit:      limiter.Middleware,
 		Ready:      db.Ping,
-	}), nil
+	}, nil
 }
 
 // printDevKey creates and prints a development key when the database has no key at all.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/auth"
+	"petstore/ratelimit"
 	"petstore/store"
 )
 
@@ -28,6 +29,7 @@ type Config struct {
 	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	LogLevel        slog.Level    // debug, info, warn or error
+	RateLimit       ratelimit.Config
 }
 
 // Default returns the settings used where neither a variable nor a flag says otherwise.
@@ -42,6 +44,7 @@ func Default() Config {
 		KeyCacheTTL:     auth.DefaultCacheTTL,
 		ShutdownTimeout: 20 * time.Second,
 		LogLevel:        slog.LevelInfo,
+		RateLimit:       ratelimit.DefaultConfig(),
 	}
 }
 
@@ -61,6 +64,23 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	rl := &c.RateLimit
+	fs.Int64Var(&rl.AnonymousPerMinute, "anon-per-minute", rl.AnonymousPerMinute, "requests per minute per client address without a valid key")
+	fs.Int64Var(&rl.AnonymousPerDay, "anon-per-day", rl.AnonymousPerDay, "requests per day per client address without a valid key")
+	fs.Int64Var(&rl.SuspendAfter, "suspend-after", rl.SuspendAfter, "429s within --suspend-window that suspend a key (0: never)")
+	fs.DurationVar(&rl.SuspendWindow, "suspend-window", rl.SuspendWindow, "window in which --suspend-after rejections are counted")
+	fs.DurationVar(&rl.SuspendBase, "suspend-base", rl.SuspendBase, "length of a first suspension; repeats double it")
+	fs.DurationVar(&rl.SuspendMax, "suspend-max", rl.SuspendMax, "longest suspension")
+	fs.BoolVar(&rl.FailOpen, "ratelimit-fail-open", rl.FailOpen, "when Redis fails: admit requests uncounted (true) or answer 503 (false)")
+	fs.Func("trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed", func(v string) error {
+		rl.TrustedProxies = nil
+		for _, p := range strings.Split(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				rl.TrustedProxies = append(rl.TrustedProxies, p)
+			}
+		}
+		return nil
+	})
 }
 
 // Parse reads the variables of fs's flags through getenv, then args; it validates the result.
@@ -118,6 +138,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("db", Mask(c.DB)), slog.String("redis", Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
+		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies),
 	)
 }
 
