@@ -10,6 +10,7 @@ import (
 	"errors"
 	"petstore/apierr"
 	"petstore/models"
+	"petstore/store"
 
 	"gorm.io/gorm"
 )
@@ -20,7 +21,7 @@ func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (
 		return nil, err
 	}
 	pet := input.Pet()
-	if err := r.DB.WithContext(ctx).Create(&pet).Error; err != nil {
+	if err := store.Conn(ctx, r.DB).Create(&pet).Error; err != nil {
 		return nil, storeError(err)
 	}
 	return &pet, nil
@@ -33,7 +34,7 @@ func (r *queryResolver) Pets(ctx context.Context, limit *int, status *models.Pet
 	if err != nil {
 		return nil, err
 	}
-	q := r.DB.WithContext(ctx).Select(petColumns).Order("id").Limit(n)
+	q := store.Conn(ctx, r.DB).Select(petColumns).Order("id").Limit(n)
 	if status != nil {
 		q = q.Where("status = ?", *status)
 	}
@@ -47,7 +48,7 @@ func (r *queryResolver) Pets(ctx context.Context, limit *int, status *models.Pet
 // Pet returns the pet with the given id, or NOT_FOUND.
 func (r *queryResolver) Pet(ctx context.Context, id int64) (*models.Pet, error) {
 	var pet models.Pet
-	err := r.DB.WithContext(ctx).Select(petColumns).Take(&pet, id).Error
+	err := store.Conn(ctx, r.DB).Select(petColumns).Take(&pet, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apierr.New(apierr.NotFound, "pet %d not found", id)
 	}

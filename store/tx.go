@@ -1,0 +1,23 @@
+package store
+
+import (
+	"context"
+
+	"gorm.io/gorm"
+)
+
+type txKey struct{}
+
+// WithTx returns ctx carrying tx, so that the resolvers called with it write in tx: a
+// middleware can then commit their writes together with its own, or not at all.
+func WithTx(ctx context.Context, tx *gorm.DB) context.Context {
+	return context.WithValue(ctx, txKey{}, tx)
+}
+
+// Conn returns the transaction ctx carries, or db when it carries none, bound to ctx.
+func Conn(ctx context.Context, db *gorm.DB) *gorm.DB {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return tx.WithContext(ctx)
+	}
+	return db.WithContext(ctx)
+}
