@@ -2,7 +2,31 @@
 
 package graph
 
+import (
+	"petstore/models"
+)
+
 type Mutation struct {
+}
+
+// Where a page stands.
+type PageInfo struct {
+	// Whether more pets follow this page.
+	HasNextPage bool `json:"hasNextPage"`
+	// The cursor of the last pet of the page; null for an empty page.
+	EndCursor *string `json:"endCursor,omitempty"`
+}
+
+// A page of pets in id order (a Relay connection).
+type PetConnection struct {
+	Edges    []*PetEdge `json:"edges"`
+	PageInfo *PageInfo  `json:"pageInfo"`
+}
+
+// One pet of a page, with the cursor to pass as after to get the pets that follow it.
+type PetEdge struct {
+	Node   *models.Pet `json:"node"`
+	Cursor string      `json:"cursor"`
 }
 
 type Query struct {

@@ -18,37 +18,58 @@ import (
 // MaxBody is the largest request body the service reads: 1 MiB.
 const MaxBody = 1 << 20
 
-// listParams parses the query of GET /v1/pets: limit and status, each at most once.
-func listParams(rawQuery string) (*int, *models.PetStatus, error) {
+// listQuery is the query of GET /v1/pets.
+type listQuery struct {
+	limit  *int
+	status *models.PetStatus
+	after  *string
+}
+
+// listParams parses the query of GET /v1/pets: limit, status and after, each at most once.
+func listParams(rawQuery string) (listQuery, error) {
+	var lq listQuery
 	q, err := url.ParseQuery(rawQuery)
 	if err != nil {
-		return nil, nil, apierr.Invalid("the query string is malformed: %v", err)
+		return lq, apierr.Invalid("the query string is malformed: %v", err)
 	}
 	limitText, err := single(q, "limit")
 	if err != nil {
-		return nil, nil, err
+		return lq, err
 	}
-	var limit *int
 	if limitText != nil {
 		n, err := strconv.Atoi(*limitText)
 		if err != nil {
-			return nil, nil, graph.LimitError(*limitText)
+			return lq, graph.LimitError("limit", *limitText)
 		}
-		limit = &n
+		lq.limit = &n
 	}
 	statusText, err := single(q, "status")
 	if err != nil {
-		return nil, nil, err
+		return lq, err
 	}
-	var status *models.PetStatus
 	if statusText != nil {
 		st, err := models.ParsePetStatus(*statusText)
 		if err != nil {
-			return nil, nil, err
+			return lq, err
 		}
-		status = &st
+		lq.status = &st
 	}
-	return limit, status, nil
+	lq.after, err = single(q, "after")
+	return lq, err
+}
+
+// nextLink returns the Link header value of the page that follows the one lq asked for,
+// which ended at the cursor end.
+func (lq listQuery) nextLink(end string) string {
+	q := url.Values{}
+	if lq.limit != nil {
+		q.Set("limit", strconv.Itoa(*lq.limit))
+	}
+	if lq.status != nil {
+		q.Set("status", string(*lq.status))
+	}
+	q.Set("after", end)
+	return "</v1/pets?" + q.Encode() + `>; rel="next"`
 }
 
 // single returns the one value of the query parameter name, or nil when it is absent.

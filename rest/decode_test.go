@@ -24,7 +24,8 @@ func FuzzListParams(f *testing.F) {
 		f.Add(seed)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
-		limit, status, err := listParams(raw)
+		lq, err := listParams(raw)
+		limit, status := lq.limit, lq.status
 		if err != nil {
 			if e := new(apierr.Error); !errors.As(err, &e) || e.Code != apierr.InvalidRequest {
 				t.Fatalf("listParams(%q): got error %v; want invalid_request", raw, err)

@@ -1,6 +1,7 @@
 package rest
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 
@@ -19,20 +20,29 @@ const (
 	successorLink   = `</v1/pets>; rel="successor-version"`
 )
 
-// listPets answers GET /v1/pets (listPets).
-func listPets(q graph.QueryResolver) gin.HandlerFunc {
+// PetPager lists a page of pets; graph.Resolver.PetsPage is the one implementation.
+type PetPager interface {
+	PetsPage(ctx context.Context, limit *int, after *string, status *models.PetStatus) (*graph.PetConnection, error)
+}
+
+// listPets answers GET /v1/pets (listPets): a plain JSON array, with a Link header to the
+// next page while more pets follow.
+func listPets(p PetPager) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		limit, status, err := listParams(c.Request.URL.RawQuery)
+		lq, err := listParams(c.Request.URL.RawQuery)
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		pets, err := q.Pets(c.Request.Context(), limit, status)
+		page, err := p.PetsPage(c.Request.Context(), lq.limit, lq.after, lq.status)
 		if err != nil {
 			writeError(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, pets)
+		if page.PageInfo.HasNextPage {
+			c.Header("Link", lq.nextLink(*page.PageInfo.EndCursor))
+		}
+		c.JSON(http.StatusOK, page.Nodes())
 	}
 }
 

@@ -58,7 +58,7 @@ func NewRouter(d Deps) *gin.Engine {
 	chain = append(chain, auth.Require, limitBody)
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
-	api.GET("/pets", listPets(q))
+	api.GET("/pets", listPets(d.Resolver))
 	api.POST("/pets", createPet(m))
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
