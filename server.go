@@ -175,7 +175,7 @@ func newHandler(cfg config.Config, db *store.DB, rdb *redis.Client) (http.Handle
 	if err != nil {
 		return nil, err
 	}
-	return rest.NewRouter(deps), nil
+	return rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)), nil
 }
 
 // newDeps wires the resolvers, GraphQL, auth and the rate limiter (in Redis when rdb is not

@@ -29,6 +29,7 @@ type Config struct {
 	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	LogLevel        slog.Level    // debug, info, warn or error
+	CORSOrigins     []string      // browser origins allowed to call the API; none by default
 	RateLimit       ratelimit.Config
 }
 
@@ -72,11 +73,17 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&rl.SuspendBase, "suspend-base", rl.SuspendBase, "length of a first suspension; repeats double it")
 	fs.DurationVar(&rl.SuspendMax, "suspend-max", rl.SuspendMax, "longest suspension")
 	fs.BoolVar(&rl.FailOpen, "ratelimit-fail-open", rl.FailOpen, "when Redis fails: admit requests uncounted (true) or answer 503 (false)")
-	fs.Func("trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed", func(v string) error {
-		rl.TrustedProxies = nil
-		for _, p := range strings.Split(v, ",") {
-			if p = strings.TrimSpace(p); p != "" {
-				rl.TrustedProxies = append(rl.TrustedProxies, p)
+	listVar(fs, &rl.TrustedProxies, "trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed")
+	listVar(fs, &c.CORSOrigins, "cors-origins", `comma-separated browser origins allowed to call the API ("*": any)`)
+}
+
+// listVar defines a flag holding a comma-separated list.
+func listVar(fs *flag.FlagSet, list *[]string, name, usage string) {
+	fs.Func(name, usage, func(v string) error {
+		*list = nil
+		for _, item := range strings.Split(v, ",") {
+			if item = strings.TrimSpace(item); item != "" {
+				*list = append(*list, item)
 			}
 		}
 		return nil
@@ -138,7 +145,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("db", Mask(c.DB)), slog.String("redis", Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
-		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies),
+		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
 	)
 }
 
