@@ -2,9 +2,7 @@ package ratelimit
 
 import (
 	"bytes"
-	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,6 +13,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/internal/faultproxy"
 )
 
 // TestRedisFailure cuts the connection to Redis (through a loopback proxy; the server itself
@@ -79,12 +78,12 @@ func waitForRemaining(t *testing.T, h http.Handler, want string) {
 	}
 }
 
-// proxiedStore returns a RedisStore on a fake clock whose client goes through a cutProxy, with
+// proxiedStore returns a RedisStore on a fake clock whose client goes through a fault proxy, with
 // short timeouts and no retries, as a production client of the limiter should be configured.
-func proxiedStore(t *testing.T) (*cutProxy, *RedisStore) {
+func proxiedStore(t *testing.T) (*faultproxy.Proxy, *RedisStore) {
 	t.Helper()
 	opts := testRedisOptions(t)
-	proxy := startProxy(t, opts.Addr)
+	proxy := faultproxy.Start(t, opts.Addr)
 	opts.Addr = proxy.Addr()
 	opts.MaxRetries, opts.DialerRetries = -1, 1
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
@@ -93,93 +92,6 @@ func proxiedStore(t *testing.T) (*cutProxy, *RedisStore) {
 	s := NewRedisStore(c, testPrefix(t))
 	s.clock = newFakeClock().Now
 	return proxy, s
-}
-
-// cutProxy is a loopback TCP proxy to an upstream server. Cut closes every connection and
-// closes new ones as soon as they are accepted; Restore forwards again.
-type cutProxy struct {
-	ln       net.Listener
-	upstream string
-
-	mu    sync.Mutex
-	cut   bool
-	conns map[net.Conn]struct{}
-}
-
-func startProxy(t *testing.T, upstream string) *cutProxy {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatalf("proxy: %v", err)
-	}
-	p := &cutProxy{ln: ln, upstream: upstream, conns: map[net.Conn]struct{}{}}
-	go p.serve()
-	t.Cleanup(func() {
-		_ = ln.Close()
-		p.Cut()
-	})
-	return p
-}
-
-// Addr returns the proxy's address.
-func (p *cutProxy) Addr() string { return p.ln.Addr().String() }
-
-func (p *cutProxy) serve() {
-	for {
-		c, err := p.ln.Accept()
-		if err != nil {
-			return
-		}
-		go p.forward(c)
-	}
-}
-
-func (p *cutProxy) forward(down net.Conn) {
-	up, err := net.Dial("tcp", p.upstream)
-	if err != nil || !p.track(down, up) {
-		_ = down.Close()
-		if up != nil {
-			_ = up.Close()
-		}
-		return
-	}
-	go func() {
-		_, _ = io.Copy(up, down)
-		_ = up.Close()
-	}()
-	_, _ = io.Copy(down, up)
-	_ = down.Close()
-}
-
-// track registers the connections unless the proxy is cut.
-func (p *cutProxy) track(cs ...net.Conn) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.cut {
-		return false
-	}
-	for _, c := range cs {
-		p.conns[c] = struct{}{}
-	}
-	return true
-}
-
-// Cut closes every connection and refuses new ones until Restore.
-func (p *cutProxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.cut = true
-	for c := range p.conns {
-		_ = c.Close()
-	}
-	clear(p.conns)
-}
-
-// Restore forwards new connections again.
-func (p *cutProxy) Restore() {
-	p.mu.Lock()
-	p.cut = false
-	p.mu.Unlock()
 }
 
 // lockedBuffer is a bytes.Buffer safe for concurrent writers.
