@@ -194,6 +194,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 		return rest.Deps{}, err
 	}
 	resolver := graph.NewResolver(db.DB)
+	resolver.QueryTimeout = cfg.DBTimeout
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
 	return rest.Deps{
 		Resolver:   resolver,

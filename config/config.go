@@ -26,6 +26,7 @@ type Config struct {
 	PublicURL       string        // production base address, ending in /v1
 	StagingURL      string        // staging base address, ending in /v1
 	Pool            store.Pool    // MySQL connection pool
+	DBTimeout       time.Duration // how long one database statement may take before the request fails with 503
 	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	LogLevel        slog.Level    // debug, info, warn or error
@@ -42,6 +43,7 @@ func Default() Config {
 		PublicURL:       "https://api.petstore.example/v1",
 		StagingURL:      "https://staging.api.petstore.example/v1",
 		Pool:            store.DefaultPool,
+		DBTimeout:       5 * time.Second,
 		KeyCacheTTL:     auth.DefaultCacheTTL,
 		ShutdownTimeout: 20 * time.Second,
 		LogLevel:        slog.LevelInfo,
@@ -62,6 +64,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.IntVar(&c.Pool.MaxIdle, "db-max-idle", c.Pool.MaxIdle, "MySQL: most idle connections kept")
 	fs.DurationVar(&c.Pool.MaxLifetime, "db-conn-max-lifetime", c.Pool.MaxLifetime, "MySQL: recycle connections after this long")
 	fs.DurationVar(&c.Pool.MaxIdleTime, "db-conn-max-idle-time", c.Pool.MaxIdleTime, "MySQL: close connections idle this long")
+	fs.DurationVar(&c.DBTimeout, "db-timeout", c.DBTimeout, "longest a database statement may take before the request answers 503")
 	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
@@ -130,8 +133,8 @@ func (c Config) Validate() error {
 	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
 		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
 	}
-	if c.ShutdownTimeout <= 0 || c.KeyCacheTTL <= 0 {
-		return errors.New("PETSTORE_SHUTDOWN_TIMEOUT and PETSTORE_KEY_CACHE_TTL must be positive")
+	if c.ShutdownTimeout <= 0 || c.KeyCacheTTL <= 0 || c.DBTimeout <= 0 {
+		return errors.New("PETSTORE_SHUTDOWN_TIMEOUT, PETSTORE_KEY_CACHE_TTL and PETSTORE_DB_TIMEOUT must be positive")
 	}
 	return nil
 }

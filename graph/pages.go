@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"petstore/models"
-	"petstore/store"
 )
 
 // PetsPage lists up to limit pets (default 20, 1 to 100) of the given status in id order,
@@ -27,7 +26,9 @@ func (r *Resolver) page(ctx context.Context, sizeName string, size *int, after *
 	if err != nil {
 		return nil, err
 	}
-	q := store.Conn(ctx, r.DB).Select(petColumns).Order("id").Limit(n + 1)
+	db, cancel := r.conn(ctx)
+	defer cancel()
+	q := db.Select(petColumns).Order("id").Limit(n + 1)
 	if status != nil {
 		q = q.Where("status = ?", *status)
 	}

@@ -1,16 +1,36 @@
 package graph
 
-import "gorm.io/gorm"
+import (
+	"context"
+	"time"
+
+	"gorm.io/gorm"
+
+	"petstore/store"
+)
+
+// DefaultQueryTimeout bounds one database statement of a resolver.
+const DefaultQueryTimeout = 5 * time.Second
 
 // Resolver is the dependency-injection point of the resolvers, and the one place of business
 // logic: REST calls the same resolvers that GraphQL runs. Resolvers return *apierr.Error values
-// (invalid_request, not_found, internal_error) and never use GraphQL-only context, so that they
-// can be called outside a GraphQL operation.
+// (invalid_request, not_found, unavailable, internal_error) and never use GraphQL-only context,
+// so that they can be called outside a GraphQL operation.
 type Resolver struct {
 	DB *gorm.DB
+	// QueryTimeout bounds each statement: a database that does not answer in time makes the
+	// request fail with UNAVAILABLE (503) instead of hanging.
+	QueryTimeout time.Duration
 }
 
-// NewResolver returns a Resolver that stores pets in db.
+// NewResolver returns a Resolver that stores pets in db, with DefaultQueryTimeout.
 func NewResolver(db *gorm.DB) *Resolver {
-	return &Resolver{DB: db}
+	return &Resolver{DB: db, QueryTimeout: DefaultQueryTimeout}
+}
+
+// conn returns the handle a resolver runs one statement on: the request's transaction if it
+// has one, bounded by QueryTimeout. Call cancel when the statement is done.
+func (r *Resolver) conn(ctx context.Context) (*gorm.DB, context.CancelFunc) {
+	ctx, cancel := context.WithTimeout(ctx, r.QueryTimeout)
+	return store.Conn(ctx, r.DB), cancel
 }

@@ -1,13 +1,12 @@
 package graph
 
 import (
-	"context"
 	"encoding/base64"
-	"errors"
 	"strconv"
 	"strings"
 
 	"petstore/apierr"
+	"petstore/store"
 )
 
 // Page sizes of the pets listing.
@@ -62,10 +61,11 @@ func decodeCursor(cursor *string) (int64, error) {
 	return id, nil
 }
 
-// storeError turns a database error into an API error: unavailable when the database did not
-// answer in time, else internal_error. The cause is only logged.
+// storeError turns a database error into an API error: unavailable when the database could
+// not be reached, was too busy or did not answer in time, else internal_error. The cause is
+// only logged.
 func storeError(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
+	if store.Unavailable(err) {
 		return &apierr.Error{Code: apierr.Unavailable, Message: "the database is not answering; retry later", Err: err}
 	}
 	return apierr.Wrap(err)

@@ -10,7 +10,6 @@ import (
 	"errors"
 	"petstore/apierr"
 	"petstore/models"
-	"petstore/store"
 
 	"gorm.io/gorm"
 )
@@ -21,7 +20,9 @@ func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (
 		return nil, err
 	}
 	pet := input.Pet()
-	if err := store.Conn(ctx, r.DB).Create(&pet).Error; err != nil {
+	db, cancel := r.conn(ctx)
+	defer cancel()
+	if err := db.Create(&pet).Error; err != nil {
 		return nil, storeError(err)
 	}
 	return &pet, nil
@@ -46,7 +47,9 @@ func (r *queryResolver) PetsConnection(ctx context.Context, first *int, after *s
 // Pet returns the pet with the given id, or NOT_FOUND.
 func (r *queryResolver) Pet(ctx context.Context, id int64) (*models.Pet, error) {
 	var pet models.Pet
-	err := store.Conn(ctx, r.DB).Select(petColumns).Take(&pet, id).Error
+	db, cancel := r.conn(ctx)
+	defer cancel()
+	err := db.Select(petColumns).Take(&pet, id).Error
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apierr.New(apierr.NotFound, "pet %d not found", id)
 	}

@@ -1,0 +1,45 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"database/sql/driver"
+	"errors"
+	"io"
+	"net"
+
+	sqlite "github.com/glebarez/go-sqlite"
+	mysqldriver "github.com/go-sql-driver/mysql"
+)
+
+// MySQL server errors that say the server is overloaded or gave up, not that the statement
+// was wrong: too many connections, lock wait timeout, deadlock, query interrupted, query
+// execution time exceeded.
+var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true}
+
+// SQLite result codes that say the database is busy: SQLITE_BUSY and SQLITE_LOCKED.
+const (
+	sqliteBusy   = 5
+	sqliteLocked = 6
+)
+
+// Unavailable reports whether err means that the database could not be reached, did not
+// answer in time or was too busy, so that a retry later may succeed (503), as opposed to a
+// statement it refused (500).
+func Unavailable(err error) bool {
+	var myErr *mysqldriver.MySQLError
+	if errors.As(err, &myErr) {
+		return mysqlTransient[myErr.Number]
+	}
+	var liteErr *sqlite.Error
+	if errors.As(err, &liteErr) {
+		return liteErr.Code()&0xff == sqliteBusy || liteErr.Code()&0xff == sqliteLocked
+	}
+	var netErr net.Error
+	return errors.As(err, &netErr) ||
+		errors.Is(err, context.DeadlineExceeded) ||
+		errors.Is(err, driver.ErrBadConn) ||
+		errors.Is(err, mysqldriver.ErrInvalidConn) ||
+		errors.Is(err, sql.ErrConnDone) ||
+		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)
+}
