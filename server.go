@@ -131,7 +131,7 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,
 		IdleTimeout:       120 * time.Second,
-		MaxHeaderBytes:    64 << 10,
+		MaxHeaderBytes:    1 << 20, // hard cap; rest.MaxHeaderBytes answers smaller floods with an Error body
 	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"unicode/utf8"
 
 	"petstore/apierr"
 	"petstore/graph"
@@ -100,6 +101,9 @@ func decodeNewPet(r *http.Request) (models.NewPet, error) {
 	if err != nil {
 		return models.NewPet{}, err
 	}
+	if name := duplicateKey(body); name != "" {
+		return models.NewPet{}, apierr.Invalid("the request body has the member %q twice", name)
+	}
 	var in newPetBody
 	if err := json.Unmarshal(body, &in); err != nil {
 		return models.NewPet{}, jsonError(err)
@@ -135,6 +139,8 @@ func readJSON(r *http.Request) ([]byte, error) {
 	switch {
 	case len(trimmed) == 0:
 		return nil, apierr.Invalid("a request body is required: a JSON object")
+	case !utf8.Valid(trimmed):
+		return nil, apierr.Invalid("the request body is not valid UTF-8")
 	case !json.Valid(trimmed):
 		return nil, apierr.Invalid("the request body is not valid JSON")
 	case trimmed[0] != '{':

@@ -202,7 +202,7 @@ func TestOpenAPIResponses(t *testing.T) {
 		{http.MethodGet, "/pets/{petId}", errorsOf("200", "404"), map[string][]string{
 			"200": {"Deprecation", "Sunset", "Link"}, "401": {"WWW-Authenticate"}, "429": {"Retry-After"},
 		}},
-		{http.MethodGet, "/store/orders", []string{"401", "429", "500", "501", "503"}, map[string][]string{"401": {"WWW-Authenticate"}, "429": {"Retry-After"}}},
+		{http.MethodGet, "/store/orders", []string{"400", "401", "429", "500", "501", "503"}, map[string][]string{"401": {"WWW-Authenticate"}, "429": {"Retry-After"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

@@ -50,12 +50,13 @@ func NewRouter(d Deps) *gin.Engine {
 		v1.GET("/playground", gin.WrapH(d.Playground))
 	}
 
-	// Every API route: identify the key, charge the budget, refuse the unidentified, bound the body.
+	// Every API route: identify the key, charge the budget, refuse oversized requests and the
+	// unidentified, bound the body.
 	chain := []gin.HandlerFunc{d.Identify}
 	if d.Limit != nil {
 		chain = append(chain, d.Limit)
 	}
-	chain = append(chain, auth.Require, limitBody)
+	chain = append(chain, limitRequest, auth.Require, limitBody)
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
 	api.GET("/pets", listPets(d.Resolver))

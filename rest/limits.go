@@ -1,0 +1,65 @@
+package rest
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+
+	"github.com/gin-gonic/gin"
+
+	"petstore/apierr"
+)
+
+// Request limits checked before any route runs. The server itself refuses header blocks over
+// 1 MiB (with a plain-text 431, before any handler); within that, these give an Error body.
+const (
+	MaxURL          = 8 << 10  // bytes of the request target (path and query)
+	MaxHeaderFields = 100      // header lines
+	MaxHeaderBytes  = 32 << 10 // bytes of header names and values
+)
+
+// limitRequest refuses requests whose URL or headers are larger than any client of this API
+// needs, so that floods cost the server nothing further.
+func limitRequest(c *gin.Context) {
+	if len(c.Request.RequestURI) > MaxURL {
+		writeError(c, apierr.Invalid("the URL must be at most %d bytes", MaxURL))
+		return
+	}
+	fields, size := 0, 0
+	for k, vs := range c.Request.Header {
+		fields += len(vs)
+		for _, v := range vs {
+			size += len(k) + len(v)
+		}
+	}
+	if fields > MaxHeaderFields || size > MaxHeaderBytes {
+		writeError(c, apierr.Invalid("request headers must be at most %d fields and %d bytes", MaxHeaderFields, MaxHeaderBytes))
+	}
+}
+
+// duplicateKey returns the first member name that appears twice at the top level of the JSON
+// object body, or "" when none does. Go's decoder would silently keep the last value; a client
+// that sends two must be told rather than guessed at.
+func duplicateKey(body []byte) string {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if _, err := dec.Token(); err != nil { // the opening {
+		return ""
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		name, ok := tok.(string)
+		if err != nil || !ok {
+			return ""
+		}
+		if seen[name] {
+			return name
+		}
+		seen[name] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil && err != io.EOF {
+			return ""
+		}
+	}
+	return ""
+}
