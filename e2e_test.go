@@ -13,11 +13,15 @@ import (
 	"petstore/internal/dbtest"
 )
 
-// startServer runs `petstore serve` on a free port and returns its base address, the
+// startServer runs `petstore serve` in process on a free port and returns its base address, the
 // development key it printed, a stop function and the channel run's result arrives on.
-func startServer(t *testing.T) (base, key string, stop context.CancelFunc, done <-chan error) {
+// Settings in extra override the defaults.
+func startServer(t *testing.T, extra ...string) (base, key string, stop context.CancelFunc, done <-chan error) {
 	t.Helper()
 	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DB": dbtest.DSN(t, "sqlite")}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)

@@ -127,9 +127,9 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	}
 	srv := &http.Server{
 		Handler:           handler,
-		ReadHeaderTimeout: 5 * time.Second,
-		ReadTimeout:       30 * time.Second,
-		WriteTimeout:      30 * time.Second,
+		ReadHeaderTimeout: cfg.HeaderTimeout,
+		ReadTimeout:       cfg.BodyTimeout,
+		WriteTimeout:      cfg.BodyTimeout + 10*time.Second, // from the end of the headers: body, handling, answer
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20, // hard cap; rest.MaxHeaderBytes answers smaller floods with an Error body
 	}

@@ -29,6 +29,8 @@ type Config struct {
 	DBTimeout       time.Duration // how long one database statement may take before the request fails with 503
 	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
+	HeaderTimeout   time.Duration // how long a client may take to send the request headers
+	BodyTimeout     time.Duration // how long a client may take to send the whole request
 	LogLevel        slog.Level    // debug, info, warn or error
 	CORSOrigins     []string      // browser origins allowed to call the API; none by default
 	RateLimit       ratelimit.Config
@@ -46,6 +48,8 @@ func Default() Config {
 		DBTimeout:       5 * time.Second,
 		KeyCacheTTL:     auth.DefaultCacheTTL,
 		ShutdownTimeout: 20 * time.Second,
+		HeaderTimeout:   5 * time.Second,
+		BodyTimeout:     30 * time.Second,
 		LogLevel:        slog.LevelInfo,
 		RateLimit:       ratelimit.DefaultConfig(),
 	}
@@ -67,6 +71,8 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.DBTimeout, "db-timeout", c.DBTimeout, "longest a database statement may take before the request answers 503")
 	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
+	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "how long a client may take to send the request headers (slowloris bound)")
+	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	rl := &c.RateLimit
 	fs.Int64Var(&rl.AnonymousPerMinute, "anon-per-minute", rl.AnonymousPerMinute, "requests per minute per client address without a valid key")
@@ -133,8 +139,8 @@ func (c Config) Validate() error {
 	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
 		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
 	}
-	if c.ShutdownTimeout <= 0 || c.KeyCacheTTL <= 0 || c.DBTimeout <= 0 {
-		return errors.New("PETSTORE_SHUTDOWN_TIMEOUT, PETSTORE_KEY_CACHE_TTL and PETSTORE_DB_TIMEOUT must be positive")
+	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
+		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
 	}
 	return nil
 }
