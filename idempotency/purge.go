@@ -1,0 +1,64 @@
+package idempotency
+
+import (
+	"context"
+	"log/slog"
+	"time"
+)
+
+// Purge deletes the expired records, at most Config.PurgeBatch rows per statement, until none
+// is left or ctx is done, and returns how many it deleted. Lookups ignore expired records
+// already; Purge only reclaims their space.
+func (s *Store) Purge(ctx context.Context) (int64, error) {
+	now := s.now()
+	var total int64
+	for ctx.Err() == nil {
+		n, err := s.purgeBatch(ctx, now)
+		total += n
+		if err != nil || n < int64(s.cfg.PurgeBatch) {
+			return total, err
+		}
+	}
+	return total, ctx.Err()
+}
+
+// purgeBatch deletes up to PurgeBatch records that expired at now, oldest first. MySQL takes
+// DELETE ... LIMIT; SQLite (built without that option) deletes by rowid from a bounded select.
+func (s *Store) purgeBatch(ctx context.Context, now time.Time) (int64, error) {
+	query := "DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
+	if s.dialect == "sqlite" {
+		query = "DELETE FROM idempotency_keys WHERE rowid IN " +
+			"(SELECT rowid FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)"
+	}
+	db, cancel := s.stmt(ctx, s.db)
+	defer cancel()
+	res := db.Exec(query, now, s.cfg.PurgeBatch)
+	return res.RowsAffected, res.Error
+}
+
+// DefaultPurgeEvery is how often RunPurger purges when given no positive period.
+const DefaultPurgeEvery = 10 * time.Minute
+
+// RunPurger purges expired records at once and then every period (DefaultPurgeEvery when
+// every is not positive), until ctx is done. Failures are logged and retried next period.
+func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
+	if every <= 0 {
+		every = DefaultPurgeEvery
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		n, err := s.Purge(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
+			slog.WarnContext(ctx, "idempotency: purge failed", "deleted", n, "err", err)
+		case n > 0:
+			slog.InfoContext(ctx, "idempotency: expired records purged", "deleted", n)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
