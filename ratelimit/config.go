@@ -43,6 +43,13 @@ type Config struct {
 
 	// Logger receives the store-failure lines. Default (nil): slog.Default().
 	Logger *slog.Logger
+
+	// OnDecision, when not nil, is called once for every decision the store makes, with its
+	// outcome and the plan name of the request's key ("anonymous" for requests without a
+	// valid key): for metrics. It runs on the request's goroutine, so it must be fast and
+	// safe for concurrent use. It is not called when the store fails (see
+	// Limiter.StoreErrors). Default: nil.
+	OnDecision func(outcome Outcome, plan string)
 }
 
 // DefaultConfig returns the documented defaults.

@@ -27,6 +27,7 @@ type Limiter struct {
 	proxies  proxies
 	failOpen bool
 	log      *slog.Logger
+	observe  func(Outcome, string) // Config.OnDecision; nil for none
 
 	storeErrors atomic.Uint64
 	degraded    atomic.Bool  // a store failure has not been followed by a success yet
@@ -58,6 +59,7 @@ func New(cfg Config, store Store) (*Limiter, error) {
 		proxies:  ps,
 		failOpen: cfg.FailOpen,
 		log:      log,
+		observe:  cfg.OnDecision,
 	}, nil
 }
 
@@ -75,6 +77,9 @@ func (l *Limiter) Middleware(c *gin.Context) {
 		return
 	}
 	l.storeAnswered(r.Context())
+	if l.observe != nil {
+		l.observe(d.Outcome, planName(r))
+	}
 	setHeaders(c.Writer.Header(), d)
 	if d.Outcome == Allowed {
 		c.Next()
@@ -96,6 +101,17 @@ func (l *Limiter) subject(r *http.Request) (Subject, Policy) {
 		return KeySubject(p.KeyID), Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend}
 	}
 	return AddrSubject(l.proxies.clientAddr(r)), l.anon
+}
+
+// AnonymousPlan is the plan name Config.OnDecision receives for requests without a valid key.
+const AnonymousPlan = "anonymous"
+
+// planName returns the plan of r's key, or AnonymousPlan when r has no principal.
+func planName(r *http.Request) string {
+	if p := auth.FromContext(r.Context()); p != nil {
+		return p.Plan.Name
+	}
+	return AnonymousPlan
 }
 
 // rejection returns the Error body of a rejected request.
