@@ -5,13 +5,16 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz
+.PHONY: run test build generate check-generated fuzz playground-assets
 
 run:
 	$(GO) run . serve
 
+# The GraphQL-over-HTTP audit (graphql-http, against a running server) prints its counts;
+# go test's summary stays last.
 test:
 	$(GO) vet ./...
+	tools/graphql-audit/run.sh
 	$(GO) test -count=1 ./...
 
 build:
@@ -29,3 +32,8 @@ check-generated: generate
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzListParams$$' -fuzztime $(FUZZTIME) ./rest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeNewPet$$' -fuzztime $(FUZZTIME) ./rest/
+
+# Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
+# the script).
+playground-assets:
+	playground/update-assets.sh

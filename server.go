@@ -17,11 +17,14 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
 	"petstore/config"
 	"petstore/graph"
+	"petstore/idempotency"
+	"petstore/observe"
 	"petstore/playground"
 	"petstore/ratelimit"
 	"petstore/rest"
@@ -84,7 +87,7 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 		}
 		return err
 	}
-	slog.SetDefault(slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel})))
+	slog.SetDefault(slog.New(observe.NewLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))))
 	slog.InfoContext(ctx, "petstore "+name, "config", cfg)
 	return fn(cfg, fs)
 }
@@ -109,6 +112,14 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	purger, err := newIdempotency(cfg, db)
+	if err != nil {
+		return err
+	}
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	purged := make(chan struct{})
+	go func() { defer close(purged); purger.RunPurger(purgeCtx, idempotency.DefaultPurgeEvery) }()
+	defer func() { stopPurge(); <-purged }() // before db.Close
 	if cfg.Env == "development" {
 		if err := printDevKey(ctx, db, cfg, stdout); err != nil {
 			return err
@@ -185,26 +196,56 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 	if err != nil {
 		return rest.Deps{}, err
 	}
+	metrics, err := observe.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	if err := metrics.RegisterDB(db.SQL()); err != nil {
+		return rest.Deps{}, err
+	}
 	var limits ratelimit.Store = ratelimit.NewMemoryStore(nil)
 	if rdb != nil {
 		limits = ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
 	}
-	limiter, err := ratelimit.New(cfg.RateLimit, limits)
+	rl := cfg.RateLimit
+	rl.OnDecision = metrics.ObserveDecision
+	limiter, err := ratelimit.New(rl, limits)
 	if err != nil {
 		return rest.Deps{}, err
+	}
+	if err := metrics.RegisterStoreErrors(limiter.StoreErrors); err != nil {
+		return rest.Deps{}, err
+	}
+	idem, err := newIdempotency(cfg, db)
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	gqlOpts := cfg.GraphQL
+	if rdb != nil {
+		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
 	resolver := graph.NewResolver(db.DB)
 	resolver.QueryTimeout = cfg.DBTimeout
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
 	return rest.Deps{
 		Resolver:   resolver,
-		GraphQL:    graph.NewHandler(resolver),
+		GraphQL:    graph.NewHandler(resolver, gqlOpts),
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Identify:   authn.Identify,
 		Limit:      limiter.Middleware,
+		Idempotent: idem.Middleware,
+		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
+		Metrics:    metrics,
 		Ready:      db.Ping,
 	}, nil
+}
+
+// newIdempotency returns the store of Idempotency-Key records.
+func newIdempotency(cfg config.Config, db *store.DB) (*idempotency.Store, error) {
+	c := idempotency.DefaultConfig()
+	c.TTL, c.QueryTimeout = cfg.IdempotencyTTL, cfg.DBTimeout
+	return idempotency.New(db.DB, c)
 }
 
 // printDevKey creates and prints a development key when the database has no key at all.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"petstore/auth"
+	"petstore/graph"
 	"petstore/ratelimit"
 	"petstore/store"
 )
@@ -33,6 +34,9 @@ type Config struct {
 	BodyTimeout     time.Duration // how long a client may take to send the whole request
 	LogLevel        slog.Level    // debug, info, warn or error
 	CORSOrigins     []string      // browser origins allowed to call the API; none by default
+	IdempotencyTTL  time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
+	APQTTL          time.Duration // how long a persisted GraphQL query stays in Redis after its last use
+	GraphQL         graph.Options
 	RateLimit       ratelimit.Config
 }
 
@@ -51,6 +55,9 @@ func Default() Config {
 		HeaderTimeout:   5 * time.Second,
 		BodyTimeout:     30 * time.Second,
 		LogLevel:        slog.LevelInfo,
+		IdempotencyTTL:  24 * time.Hour,
+		APQTTL:          24 * time.Hour,
+		GraphQL:         graph.DefaultOptions(),
 		RateLimit:       ratelimit.DefaultConfig(),
 	}
 }
@@ -74,6 +81,13 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "how long a client may take to send the request headers (slowloris bound)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
+	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
+	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
+	g := &c.GraphQL
+	fs.IntVar(&g.ComplexityLimit, "graphql-complexity-limit", g.ComplexityLimit, "most a GraphQL operation may cost; list fields cost their page size times their elements (negative: off)")
+	fs.IntVar(&g.DepthLimit, "graphql-depth-limit", g.DepthLimit, "deepest field nesting of a GraphQL operation (negative: off)")
+	fs.IntVar(&g.TokenLimit, "graphql-token-limit", g.TokenLimit, "most tokens in a GraphQL document (negative: off)")
+	fs.IntVar(&g.QueryCacheSize, "graphql-query-cache-size", g.QueryCacheSize, "parsed GraphQL documents kept")
 	rl := &c.RateLimit
 	fs.Int64Var(&rl.AnonymousPerMinute, "anon-per-minute", rl.AnonymousPerMinute, "requests per minute per client address without a valid key")
 	fs.Int64Var(&rl.AnonymousPerDay, "anon-per-day", rl.AnonymousPerDay, "requests per day per client address without a valid key")

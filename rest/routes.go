@@ -16,6 +16,7 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/graph"
+	"petstore/observe"
 )
 
 // Deps are what the router serves.
@@ -26,10 +27,14 @@ type Deps struct {
 	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
 	Identify   gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
 	Limit      gin.HandlerFunc             // rate limiter; nil for none
+	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
+	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
+	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 }
 
-// NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI), /healthz, /readyz.
+// NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground),
+// /healthz, /readyz and /metrics.
 func NewRouter(d Deps) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -37,17 +42,29 @@ func NewRouter(d Deps) *gin.Engine {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
+	// Observation first, before recovery, so that it sees every request and the 500 of a
+	// recovered panic, and every later log line carries the request ID.
+	if d.RequestLog != nil {
+		r.Use(d.RequestLog)
+	}
+	if d.Metrics != nil {
+		r.Use(d.Metrics.Middleware)
+	}
 	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
 	r.NoRoute(notFound)
 	r.NoMethod(methodNotAllowed)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", ready(d.Ready))
+	if d.Metrics != nil {
+		r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
+	}
 
 	v1 := r.Group("/v1")
 	v1.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
 	if d.Playground != nil {
 		v1.GET("/playground", gin.WrapH(d.Playground))
+		v1.GET("/playground/assets/*asset", gin.WrapH(d.Playground))
 	}
 
 	// Every API route: identify the key, charge the budget, refuse oversized requests and the
@@ -60,7 +77,11 @@ func NewRouter(d Deps) *gin.Engine {
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
 	api.GET("/pets", listPets(d.Resolver))
-	api.POST("/pets", createPet(m))
+	create := []gin.HandlerFunc{createPet(m)}
+	if d.Idempotent != nil {
+		create = slices.Insert(create, 0, d.Idempotent)
+	}
+	api.POST("/pets", create...)
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
 	api.GET("/store/orders", listOrders)
