@@ -1,0 +1,273 @@
+package graph
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"mime"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+
+	"petstore/apierr"
+)
+
+// The media types of a GraphQL response.
+const (
+	mediaJSON            = "application/json"
+	mediaGraphQLResponse = "application/graphql-response+json"
+)
+
+// specTransport is gqlgen's GET or POST transport made to follow the GraphQL-over-HTTP
+// specification: it picks the response media type from Accept by q-value, refuses batches and
+// GET mutations, and gives request errors their status and no data entry (specWriter).
+type specTransport struct {
+	method  string
+	byMedia map[string]graphql.Transport // gqlgen's transport answering with each media type
+}
+
+func newSpecTransport(method string) specTransport {
+	t := specTransport{method: method, byMedia: map[string]graphql.Transport{}}
+	for _, media := range []string{mediaJSON, mediaGraphQLResponse} {
+		headers := map[string][]string{"Content-Type": {media + "; charset=utf-8"}}
+		if method == http.MethodGet {
+			t.byMedia[media] = transport.GET{ResponseHeaders: headers}
+		} else {
+			t.byMedia[media] = transport.POST{ResponseHeaders: headers}
+		}
+	}
+	return t
+}
+
+// Supports reports whether gqlgen's transport takes r: a GET, or a POST of application/json.
+func (t specTransport) Supports(r *http.Request) bool {
+	return t.byMedia[mediaJSON].Supports(r)
+}
+
+// Do answers r.
+func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
+	media := negotiate(strings.Join(r.Header.Values("Accept"), ","))
+	w.Header().Add("Vary", "Accept")
+	if t.method == http.MethodPost {
+		if err := checkBody(r); err != nil {
+			writeRequestError(w, media, err)
+			return
+		}
+	}
+	sw := &specWriter{ResponseWriter: w, media: media}
+	t.byMedia[media].Do(sw, r, &specExecutor{GraphExecutor: exec, w: sw, queriesOnly: t.method == http.MethodGet})
+}
+
+// negotiate returns the media type to answer a request that sends accept with: of
+// application/graphql-response+json and application/json (which */* and application/* stand
+// for), the one with the highest q-value, the first listed on a tie. It is application/json
+// when accept names neither: the specification allows that or 406, and this keeps every
+// client working.
+func negotiate(accept string) string {
+	best, bestQ := mediaJSON, 0.0
+	for part := range strings.SplitSeq(accept, ",") {
+		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
+		if err != nil {
+			continue
+		}
+		q := 1.0
+		if v, ok := params["q"]; ok {
+			if q, err = strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+		}
+		media := mediaJSON
+		switch mediaType {
+		case mediaGraphQLResponse:
+			media = mediaGraphQLResponse
+		case mediaJSON, "application/*", "*/*":
+		default:
+			continue
+		}
+		if q > bestQ {
+			best, bestQ = media, q
+		}
+	}
+	return best
+}
+
+// checkBody reads the body of a POST and puts it back; it refuses a body that cannot be read
+// (413 past http.MaxBytesReader's limit) and a batch: a JSON array of operations.
+func checkBody(r *http.Request) *apierr.Error {
+	if r.Body == nil {
+		return nil
+	}
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		if errors.As(err, new(*http.MaxBytesError)) {
+			return apierr.New(apierr.PayloadTooLarge, "the request body is too large")
+		}
+		return apierr.Invalid("the request body could not be read")
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
+		return apierr.Invalid("batched requests (a JSON array of operations) are not supported: send one operation per request")
+	}
+	return nil
+}
+
+// specExecutor passes gqlgen's transport the executor's answers, refusing mutations on GET and
+// telling specWriter about request errors.
+type specExecutor struct {
+	graphql.GraphExecutor
+	w           *specWriter
+	queriesOnly bool
+}
+
+// CreateOperationContext parses, validates and checks the limits of the operation of params.
+func (e *specExecutor) CreateOperationContext(ctx context.Context, params *graphql.RawParams) (*graphql.OperationContext, gqlerror.List) {
+	opCtx, errs := e.GraphExecutor.CreateOperationContext(ctx, params)
+	if errs == nil && e.queriesOnly && opCtx.Operation.Operation != ast.Query {
+		apiErr := apierr.New(apierr.MethodNotAllowed, "GET runs queries only: send a %s with POST", opCtx.Operation.Operation)
+		errs = gqlerror.List{{Err: apiErr, Message: apiErr.Message}}
+	}
+	if errs != nil {
+		asRefusals(errs, params.Query)
+		e.w.requestErrs = errs
+	}
+	return opCtx, errs
+}
+
+// DispatchError presents the errors of a request that does not run.
+func (e *specExecutor) DispatchError(ctx context.Context, list gqlerror.List) *graphql.Response {
+	e.w.requestError = true
+	for _, err := range list {
+		// gqlgen quotes the whole body after a JSON error; the client has it already.
+		if strings.HasPrefix(err.Message, "json request body could not be decoded") {
+			msg, _, _ := strings.Cut(err.Message, " body:")
+			err.Message = "the body must be a JSON object with a string query: " + strings.TrimPrefix(msg, "json request body could not be decoded: ")
+		}
+	}
+	return e.GraphExecutor.DispatchError(ctx, list)
+}
+
+// specWriter gives the answer of gqlgen's transport the status and body the specification
+// asks for. A request error (the operation did not run) gets the status of requestStatus, and
+// its body loses the data entry; every error body gets extensions.code.
+type specWriter struct {
+	http.ResponseWriter
+	media        string
+	requestErrs  gqlerror.List // the errors of an operation that did not run
+	requestError bool          // the body is a request error
+	status       int           // 0 until the header is written
+}
+
+// WriteHeader sends the header, with the status of the request errors if there are any.
+func (w *specWriter) WriteHeader(status int) {
+	if w.status != 0 {
+		return
+	}
+	if w.requestErrs != nil {
+		status = requestStatus(w.requestErrs, w.media)
+	}
+	h := w.Header()
+	if h.Get("Content-Type") == "" {
+		h.Set("Content-Type", w.media+"; charset=utf-8")
+	}
+	if status == http.StatusMethodNotAllowed {
+		h.Set("Allow", http.MethodPost)
+	}
+	w.status = status
+	w.ResponseWriter.WriteHeader(status)
+}
+
+// Write writes b, the whole JSON response; an error body loses its data entry.
+func (w *specWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.WriteHeader(http.StatusOK)
+	}
+	if w.requestError || w.status >= http.StatusBadRequest {
+		if fixed, ok := errorBody(b); ok {
+			_, err := w.ResponseWriter.Write(fixed)
+			return len(b), err
+		}
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// Unwrap returns the underlying writer, for http.ResponseController.
+func (w *specWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// requestStatus returns the status of a response to a request that did not run because of
+// errs: that of the service's own refusal when there is one (400 for the cost limits, 405 for
+// a mutation on GET); 200 for an unknown persisted query, which Apollo's clients expect; else
+// (parse, validation and variable errors) 400 for application/graphql-response+json and 200
+// for application/json, as the specification asks.
+func requestStatus(errs gqlerror.List, media string) int {
+	for _, e := range errs {
+		if apiErr, ok := isRefusal(e); ok {
+			return apiErr.Status()
+		}
+	}
+	for _, e := range errs {
+		if code, _ := e.Extensions["code"].(string); keptCodes[code] {
+			return http.StatusOK
+		}
+	}
+	if media == mediaGraphQLResponse {
+		return http.StatusBadRequest
+	}
+	return http.StatusOK
+}
+
+// errorBody returns the error response b without its data entry, each error with a code
+// (INVALID_REQUEST when gqlgen's transport gave none); ok is false when b is not one.
+func errorBody(b []byte) (fixed []byte, ok bool) {
+	var resp struct {
+		Errors     gqlerror.List  `json:"errors"`
+		Extensions map[string]any `json:"extensions,omitempty"`
+	}
+	if err := json.Unmarshal(b, &resp); err != nil || len(resp.Errors) == 0 {
+		return nil, false
+	}
+	for _, e := range resp.Errors {
+		if _, ok := e.Extensions["code"].(string); !ok {
+			setCode(e, apierr.InvalidRequest)
+		}
+	}
+	fixed, err := json.Marshal(resp)
+	return fixed, err == nil
+}
+
+// writeRequestError answers a request that gqlgen does not see with err, as a GraphQL response
+// of media type media without data.
+func writeRequestError(w http.ResponseWriter, media string, err *apierr.Error) {
+	e := &gqlerror.Error{Message: err.Message}
+	setCode(e, err.Code)
+	body, _ := json.Marshal(struct {
+		Errors gqlerror.List `json:"errors"`
+	}{gqlerror.List{e}})
+	w.Header().Set("Content-Type", media+"; charset=utf-8")
+	w.WriteHeader(err.Status())
+	_, _ = w.Write(body)
+}
+
+// unsupportedRequest answers what no other transport takes: 415 for a POST that is not
+// application/json, 400 for anything else (such as a WebSocket upgrade).
+type unsupportedRequest struct{}
+
+// Supports takes every request.
+func (unsupportedRequest) Supports(*http.Request) bool { return true }
+
+// Do refuses r.
+func (unsupportedRequest) Do(w http.ResponseWriter, r *http.Request, _ graphql.GraphExecutor) {
+	media := negotiate(strings.Join(r.Header.Values("Accept"), ","))
+	if r.Method == http.MethodPost {
+		writeRequestError(w, media, apierr.New(apierr.UnsupportedMediaType,
+			"a GraphQL POST needs Content-Type: application/json; got %q", r.Header.Get("Content-Type")))
+		return
+	}
+	writeRequestError(w, media, apierr.Invalid("GraphQL is served over plain HTTP GET (queries) and POST (application/json)"))
+}
