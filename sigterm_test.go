@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"os/exec"
@@ -26,6 +27,8 @@ func TestMain(m *testing.M) {
 		main()
 		return
 	}
+	// Tests and benchmarks log only failures: a line per request would drown their output.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 	os.Exit(m.Run())
 }
 
