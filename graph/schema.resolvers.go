@@ -31,17 +31,14 @@ func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (
 // Pets lists up to limit pets (default 20, 1 to 100) of the given status, ordered by id.
 // It returns INVALID_REQUEST for a limit out of range.
 func (r *queryResolver) Pets(ctx context.Context, limit *int, status *models.PetStatus) ([]*models.Pet, error) {
-	conn, err := r.page(ctx, "limit", limit, nil, status)
-	if err != nil {
-		return nil, err
-	}
-	return conn.Nodes(), nil
+	pets, _, err := r.list(ctx, "limit", limit, nil, status)
+	return pointers(pets), err
 }
 
 // PetsConnection pages through the pets: first (default 20, 1 to 100) after the cursor after.
 // It returns INVALID_REQUEST for first out of range or a cursor this service did not issue.
 func (r *queryResolver) PetsConnection(ctx context.Context, first *int, after *string, status *models.PetStatus) (*PetConnection, error) {
-	return r.page(ctx, "first", first, after, status)
+	return r.connection(ctx, "first", first, after, status)
 }
 
 // Pet returns the pet with the given id, or NOT_FOUND.

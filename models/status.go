@@ -24,6 +24,21 @@ const (
 // AllPetStatus lists every status in the order of the schema.
 var AllPetStatus = []PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
 
+// statusValues are the three statuses, for StatusPtr to point into.
+var statusValues = [...]PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
+
+// StatusPtr returns a pointer to the status s, shared by every caller for the three valid
+// statuses so that reading rows allocates nothing for them: never write through it.
+func StatusPtr(s string) *PetStatus {
+	for i := range statusValues {
+		if string(statusValues[i]) == s {
+			return &statusValues[i]
+		}
+	}
+	st := PetStatus(s)
+	return &st
+}
+
 // IsValid reports whether s is one of the three statuses.
 func (s PetStatus) IsValid() bool {
 	switch s {
