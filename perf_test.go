@@ -139,3 +139,34 @@ func seed(tb testing.TB, h http.Handler, key string, n int) {
 		}
 	}
 }
+
+// BenchmarkGraphQLVsREST measures { pets(limit:20){id name categoryId status} } over GraphQL
+// and GET /v1/pets?limit=20 over REST, through the same router on SQLite, in one run.
+func BenchmarkGraphQLVsREST(b *testing.B) {
+	db := dbtest.New(b, "sqlite")
+	api := newTestAPI(b, db)
+	key := api.createKey(b, auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40})
+	seed(b, api.h, key, 20)
+	requests := map[string]func() *http.Request{
+		"rest": func() *http.Request { return httptest.NewRequest(http.MethodGet, "/v1/pets?limit=20", nil) },
+		"graphql": func() *http.Request {
+			r := httptest.NewRequest(http.MethodPost, "/v1/graphql", strings.NewReader(`{"query":"{ pets(limit:20){ id name categoryId status } }"}`))
+			r.Header.Set("Content-Type", "application/json")
+			return r
+		},
+	}
+	for _, name := range []string{"rest", "graphql"} {
+		b.Run(name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				r := requests[name]()
+				r.Header.Set("Authorization", "Bearer "+key)
+				rec := httptest.NewRecorder()
+				api.h.ServeHTTP(rec, r)
+				if rec.Code != http.StatusOK {
+					b.Fatalf("got %d %s", rec.Code, rec.Body)
+				}
+			}
+		})
+	}
+}
