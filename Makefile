@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz playground-assets
+.PHONY: run test build generate check-generated fuzz playground-assets bench bench-smoke soak
 
 run:
 	$(GO) run . serve
@@ -39,3 +39,12 @@ fuzz:
 # the script).
 playground-assets:
 	playground/update-assets.sh
+
+# Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
+# (bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
+bench:
+	$(GO) run ./bench/cmd $(BENCHFLAGS)
+
+# Every workload for 2 s on 1,000 rows (CI): only failed or non-2xx requests fail it.
+bench-smoke:
+	$(GO) run ./bench/cmd -smoke $(BENCHFLAGS)

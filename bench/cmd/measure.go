@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"time"
+
+	"petstore/bench/internal/loadgen"
+)
+
+// results are what the rounds measured.
+type results struct {
+	cells    map[string]map[string][]loadgen.Summary // row id -> column -> one per round
+	warm     []loadgen.Summary                       // the warm-up runs, for their errors only
+	rss      *loadgen.Summary                        // the mixed load before the memory reading
+	rssBytes int64
+	rssPeak  int64
+	machine  machineUse // how the machine's CPU was shared during the rounds
+}
+
+// measure warms every cell up, runs the rounds, then the mixed load and memory reading.
+func (b *bench) measure(ctx context.Context) (*results, error) {
+	res := &results{cells: map[string]map[string][]loadgen.Summary{}}
+	var pids []int
+	for _, s := range b.servers {
+		pids = append(pids, s.cmd.Process.Pid)
+	}
+	var before cpuSample
+	for round := 0; round <= b.cfg.rounds; round++ {
+		if round == 1 {
+			before = sampleCPU(pids)
+		}
+		d := b.cfg.round
+		if round == 0 {
+			if d = b.cfg.warmup; d <= 0 {
+				continue
+			}
+		}
+		for _, r := range b.plan {
+			for _, s := range r.servers {
+				sum, err := b.runCell(ctx, r, s, round, d)
+				if err != nil {
+					return nil, err
+				}
+				if round == 0 {
+					res.warm = append(res.warm, sum)
+					continue
+				}
+				if res.cells[r.id] == nil {
+					res.cells[r.id] = map[string][]loadgen.Summary{}
+				}
+				res.cells[r.id][s.column] = append(res.cells[r.id][s.column], sum)
+			}
+		}
+	}
+	res.machine = useBetween(before, sampleCPU(pids))
+	return res, b.measureMemory(ctx, res)
+}
+
+// measureMemory runs the mixed load against the service for cfg.rssFor, then reads its RSS.
+func (b *bench) measureMemory(ctx context.Context, res *results) error {
+	if b.rss == nil || !b.wants(rowRSS) {
+		return nil
+	}
+	r := &row{id: rowRSS, label: "mixed load", workload: loadgen.Mix}
+	sum, err := b.runCell(ctx, r, b.rss, 1, b.cfg.rssFor)
+	if err != nil {
+		return err
+	}
+	res.rss = &sum
+	res.rssBytes, res.rssPeak, err = b.rss.memory()
+	return err
+}
+
+// runCell runs row r's workload against s for d and returns its summary, with the server's CPU
+// time per answered request.
+func (b *bench) runCell(ctx context.Context, r *row, s *server, round int, d time.Duration) (loadgen.Summary, error) {
+	cpu0 := s.cpuTime()
+	res, err := loadgen.Run(ctx, loadgen.Options{Addr: s.addr, Conns: b.cfg.conns, Duration: d, Build: b.builder(r, s, round)})
+	if err != nil {
+		return loadgen.Summary{}, err
+	}
+	cpu := s.cpuTime() - cpu0
+	sum := res.Summarize(r.workload, b.cfg.conns)
+	sum.Label, sum.Server, sum.Round = r.id, s.name, round
+	if answered := sum.Requests - sum.NetErrors; answered > 0 {
+		sum.CPUusReq = float64(cpu.Microseconds()) / float64(answered)
+	}
+	if b.out != nil {
+		if err := sum.WriteLine(b.out); err != nil {
+			return sum, err
+		}
+	}
+	b.logf("round %d/%d %-12s %-20s %8.0f req/s  p50 %-7s p99 %-7s cpu/req %-6s %s", round, b.cfg.rounds, r.id, s.name,
+		sum.RPS, loadgen.FormatMicros(sum.P50us), loadgen.FormatMicros(sum.P99us), loadgen.FormatMicros(sum.CPUusReq), sum.StatusList())
+	return sum, ctx.Err()
+}

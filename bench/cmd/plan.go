@@ -1,0 +1,263 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"petstore/bench/internal/loadgen"
+)
+
+// The rows of the table, in the order each round runs them. POST runs last in a round: it
+// grows the table the others read.
+const (
+	rowList       = "list"
+	rowListSold   = "list-sold"
+	rowGet        = "get"
+	rowGraphQL    = "graphql"
+	rowListRedis  = "list-redis"
+	rowListSQLite = "list-sqlite"
+	rowPageFirst  = "page-first"
+	rowPageFar    = "page-far"
+	rowPost       = "post"
+	rowRSS        = "rss" // not a row: the mixed load before the service's memory is read
+)
+
+// rowIDs lists the values -only accepts.
+func rowIDs() []string {
+	return []string{rowList, rowListSold, rowGet, rowGraphQL, rowListRedis, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
+}
+
+// row is one line of the table: a workload on one database, run against some servers in turn.
+type row struct {
+	id       string
+	label    string
+	workload string
+	servers  []*server // in the order of each round: A B C
+	path     string    // the page of a paging row
+}
+
+// bench is one run: its work folder, binaries, datasets, servers and rows.
+type bench struct {
+	cfg      config
+	log      io.Writer
+	work     string
+	keepWork bool
+	tag      string // makes POSTed names unique across runs
+	bins     map[string]string
+	servers  []*server
+	plan     []*row
+	rss      *server // the server whose memory is read after the mixed load
+	out      *os.File
+}
+
+// newBench makes the work folder.
+func newBench(cfg config, log io.Writer) (*bench, error) {
+	work, err := os.MkdirTemp("", "petstore-bench-")
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{cfg: cfg, log: log, work: work, keepWork: cfg.keep, tag: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	if cfg.out != "" {
+		if b.out, err = os.Create(cfg.out); err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// wants reports whether the row id is to run.
+func (b *bench) wants(id string) bool {
+	return b.cfg.only == "" || slices.Contains(strings.Split(b.cfg.only, ","), id)
+}
+
+// close stops every server and removes the work folder unless it is to be kept.
+func (b *bench) close() {
+	for _, s := range b.servers {
+		s.stop()
+	}
+	if b.out != nil {
+		_ = b.out.Close()
+	}
+	if b.keepWork {
+		fmt.Fprintf(b.log, "bench: work folder (binaries, databases, server logs) kept in %s\n", b.work)
+		return
+	}
+	_ = os.RemoveAll(b.work)
+}
+
+// setUp builds the binaries, seeds the databases, starts the servers and lays out the rows.
+func (b *bench) setUp(ctx context.Context) error {
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	b.logf("building the service, direct and raw into %s", b.work)
+	if b.bins, err = build(ctx, root, b.work, b.log); err != nil {
+		return err
+	}
+	if err := b.layOutMySQL(ctx); err != nil {
+		return err
+	}
+	if err := b.layOutSQLite(ctx); err != nil {
+		return err
+	}
+	if err := b.layOutPages(ctx); err != nil {
+		return err
+	}
+	return b.probe(ctx)
+}
+
+// layOutMySQL seeds the MySQL database and adds its rows.
+func (b *bench) layOutMySQL(ctx context.Context) error {
+	ids := []string{rowList, rowListSold, rowGet, rowGraphQL, rowListRedis, rowPost, rowRSS}
+	if !slices.ContainsFunc(ids, b.wants) {
+		return nil
+	}
+	b.logf("seeding %d pets in %s", b.cfg.rows, b.cfg.mysql)
+	data, err := prepare(ctx, b.bins[colService], b.cfg.mysql, b.cfg.rows, b.log)
+	if err != nil {
+		return err
+	}
+	trio, err := b.startTrio(ctx, "mysql", &data)
+	if err != nil {
+		return err
+	}
+	b.rss = trio[0]
+	b.add(rowList, "REST GET /v1/pets?limit=20 · MySQL", loadgen.List, trio...)
+	b.add(rowListSold, "REST ?status=sold&limit=100 · MySQL", loadgen.ListSold, trio...)
+	b.add(rowGet, "REST GET /v1/pets/{id} · MySQL", loadgen.Get, trio...)
+	b.add(rowGraphQL, "GraphQL pets(limit:20) · MySQL", loadgen.GraphQL, trio[0])
+	if b.wants(rowListRedis) {
+		if err := pingRedis(ctx, b.cfg.redis); err != nil {
+			return err
+		}
+		s, err := b.start(ctx, "service/mysql+redis", colService, &data, map[string]string{"PETSTORE_REDIS_URL": b.cfg.redis})
+		if err != nil {
+			return err
+		}
+		b.add(rowListRedis, "REST list=20, Redis limiter · MySQL", loadgen.List, s)
+	}
+	b.add(rowPost, "REST POST /v1/pets · MySQL", loadgen.Post, trio...)
+	return nil
+}
+
+// layOutSQLite seeds a SQLite database and adds the REST list row on it.
+func (b *bench) layOutSQLite(ctx context.Context) error {
+	if !b.wants(rowListSQLite) {
+		return nil
+	}
+	dsn := "sqlite:" + b.work + "/bench.sqlite"
+	b.logf("seeding %d pets in %s", b.cfg.rows, dsn)
+	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.rows, b.log)
+	if err != nil {
+		return err
+	}
+	trio, err := b.startTrio(ctx, "sqlite", &data)
+	if err != nil {
+		return err
+	}
+	b.add(rowListSQLite, "REST GET /v1/pets?limit=20 · SQLite", loadgen.List, trio...)
+	return nil
+}
+
+// layOutPages seeds the paging database, finds the far page and adds the paging rows.
+func (b *bench) layOutPages(ctx context.Context) error {
+	if !b.wants(rowPageFirst) && !b.wants(rowPageFar) {
+		return nil
+	}
+	dsn, err := siblingDB(b.cfg.mysql, "_pages")
+	if err != nil {
+		return err
+	}
+	b.logf("seeding %d pets in %s", b.cfg.pageRows, dsn)
+	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.pageRows, b.log)
+	if err != nil {
+		return err
+	}
+	s, err := b.start(ctx, "service/mysql-pages", colService, &data, nil)
+	if err != nil {
+		return err
+	}
+	p := loadgen.Params{Host: s.addr, Key: data.key}
+	far, err := loadgen.FindPage(ctx, s.addr, p, b.cfg.pageLimit, b.cfg.farPage())
+	if err != nil {
+		return err
+	}
+	first := "/v1/pets?limit=" + strconv.Itoa(b.cfg.pageLimit)
+	b.add(rowPageFirst, fmt.Sprintf("page 1, limit %d, %s rows · MySQL", b.cfg.pageLimit, count(b.cfg.pageRows)), loadgen.Page, s).path = first
+	b.add(rowPageFar, fmt.Sprintf("page %s by cursor, same rows · MySQL", count(b.cfg.farPage())), loadgen.Page, s).path = far
+	return nil
+}
+
+// startTrio starts the service, direct and raw against data.
+func (b *bench) startTrio(ctx context.Context, db string, data *dataset) ([]*server, error) {
+	var trio []*server
+	for _, col := range []string{colService, colDirect, colRaw} {
+		s, err := b.start(ctx, col+"/"+db, col, data, nil)
+		if err != nil {
+			return nil, err
+		}
+		trio = append(trio, s)
+	}
+	return trio, nil
+}
+
+func (b *bench) start(ctx context.Context, name, column string, data *dataset, extra map[string]string) (*server, error) {
+	s, err := startServer(ctx, name, column, b.bins[column], b.work, data, extra)
+	if err != nil {
+		b.keepWork = true
+		return nil, err
+	}
+	b.servers = append(b.servers, s)
+	b.logf("started %s on %s", name, s.addr)
+	return s, nil
+}
+
+// add appends a row unless -only leaves it out; it returns the row (a throwaway when left out).
+func (b *bench) add(id, label, workload string, servers ...*server) *row {
+	r := &row{id: id, label: label, workload: workload, servers: servers}
+	if b.wants(id) {
+		b.plan = append(b.plan, r)
+	}
+	return r
+}
+
+// probe checks one answer of every cell before any load, so that a broken server fails fast.
+func (b *bench) probe(ctx context.Context) error {
+	for _, r := range b.plan {
+		for _, s := range r.servers {
+			a, err := loadgen.Probe(ctx, s.addr, b.builder(r, s, 0))
+			if err == nil {
+				err = loadgen.Check(r.workload, a)
+			}
+			if err != nil {
+				b.keepWork = true
+				return fmt.Errorf("probe %s on %s: %w", r.id, s.name, err)
+			}
+		}
+	}
+	return nil
+}
+
+// builder returns the request builder of row r against s in a round (0: warm-up).
+func (b *bench) builder(r *row, s *server, round int) loadgen.Builder {
+	p := loadgen.Params{
+		Host: s.addr, Key: s.data.key, Tag: fmt.Sprintf("%s-%s-r%d", b.tag, s.column, round),
+		MinID: s.data.minID, MaxID: s.data.maxID, Path: r.path,
+	}
+	bld, err := loadgen.Build(r.workload, p)
+	if err != nil {
+		panic(err) // the rows are laid out above with every parameter their workload needs
+	}
+	return bld
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
+}
