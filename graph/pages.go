@@ -5,6 +5,7 @@ import (
 	"database/sql"
 
 	"petstore/models"
+	"petstore/store"
 )
 
 // PetsPage lists up to limit pets (default 20, 1 to 100) of the given status in id order,
@@ -36,10 +37,16 @@ func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, a
 	return conn, nil
 }
 
-// list reads one page with one query: keyset pagination on (status, id), so that every page
-// costs the same, and one row more than asked to learn whether more follow. Rows are scanned
-// by hand into one slice: GORM builds the statement, but its reflective scan would allocate
-// per row and per column.
+// The statements of the listing: keyset pagination on (status, id), so that every page
+// costs the same (the first page starts after id 0). They are plain SQL on GORM's connection
+// pool (its prepared-statement cache, or the request's transaction): on the hottest path of
+// the service, GORM's statement building and reflective scan cost more than the query.
+const (
+	listAllSQL      = "SELECT id, name, category_id, status FROM pets WHERE id > ? ORDER BY id LIMIT ?"
+	listByStatusSQL = "SELECT id, name, category_id, status FROM pets WHERE status = ? AND id > ? ORDER BY id LIMIT ?"
+)
+
+// list reads one page with one query, one row more than asked to learn whether more follow.
 func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
 	n, err := pageSize(sizeName, size)
 	if err != nil {
@@ -49,16 +56,15 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if err != nil {
 		return nil, false, err
 	}
-	db, cancel := r.conn(ctx)
+	ctx, cancel := context.WithTimeout(ctx, r.QueryTimeout)
 	defer cancel()
-	q := db.Model(&models.Pet{}).Select(petColumns).Order("id").Limit(n + 1)
+	pool := store.Conn(ctx, r.DB).Statement.ConnPool
+	var rows *sql.Rows
 	if status != nil {
-		q = q.Where("status = ?", *status)
+		rows, err = pool.QueryContext(ctx, listByStatusSQL, string(*status), afterID, n+1)
+	} else {
+		rows, err = pool.QueryContext(ctx, listAllSQL, afterID, n+1)
 	}
-	if afterID > 0 {
-		q = q.Where("id > ?", afterID)
-	}
-	rows, err := q.Rows()
 	if err != nil {
 		return nil, false, storeError(err)
 	}
