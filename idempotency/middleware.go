@@ -185,8 +185,9 @@ func errNotRecorded(err error) error {
 		Message: "the request could not be completed; retry it with the same " + HeaderKey, Err: err}
 }
 
-// logRelease logs a claim that could not be released: its lease will run out instead.
+// logRelease logs a claim that could not be released at once: it is retried until it is, or
+// until its lease runs out.
 func logRelease(ctx context.Context, cl *claim, err error) {
-	slog.WarnContext(ctx, "idempotency: releasing a key failed; it stays in flight until its lease runs out",
+	slog.WarnContext(ctx, "idempotency: releasing a key failed; retrying until the database answers or the lease runs out",
 		"keyID", cl.keyID, "err", err)
 }

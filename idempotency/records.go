@@ -191,15 +191,39 @@ func (s *Store) saveAnswer(ctx context.Context, tx *gorm.DB, cl *claim, a answer
 
 // release deletes the in_flight row of cl, if cl still holds it, so that a retry runs again.
 // A row that got recorded (a commit that reported failure yet happened) stays, to be replayed.
-// It runs even when the request was cancelled; on failure the lease runs out instead.
+// It runs even when the request was cancelled. When the database does not answer, it keeps
+// trying in the background, so that a short outage does not hold the key for the whole lease.
 func (s *Store) release(ctx context.Context, cl *claim) {
-	db, cancel := s.stmt(context.WithoutCancel(ctx), s.db)
-	defer cancel()
-	err := db.Where("key_id = ? AND idem_key = ? AND lease_token = ? AND state = ?", cl.keyID, cl.key, cl.token, stateInFlight).
-		Delete(&record{}).Error
-	if err != nil {
-		logRelease(ctx, cl, err)
+	ctx = context.WithoutCancel(ctx)
+	err := s.deleteClaim(ctx, cl)
+	if err == nil {
+		return
 	}
+	logRelease(ctx, cl, err)
+	go s.retryRelease(ctx, cl)
+}
+
+// releaseRetryEvery is how often a failed release is tried again.
+const releaseRetryEvery = time.Second
+
+// retryRelease tries to release cl once every releaseRetryEvery until it succeeds or the lease
+// has run out anyway (measured on the wall clock, whatever clock the Store runs on).
+func (s *Store) retryRelease(ctx context.Context, cl *claim) {
+	deadline := time.Now().Add(s.cfg.Lease)
+	for time.Now().Before(deadline) {
+		time.Sleep(releaseRetryEvery)
+		if s.deleteClaim(ctx, cl) == nil {
+			return
+		}
+	}
+}
+
+// deleteClaim deletes the in_flight row of cl if cl still holds it.
+func (s *Store) deleteClaim(ctx context.Context, cl *claim) error {
+	db, cancel := s.stmt(ctx, s.db)
+	defer cancel()
+	return db.Where("key_id = ? AND idem_key = ? AND lease_token = ? AND state = ?", cl.keyID, cl.key, cl.token, stateInFlight).
+		Delete(&record{}).Error
 }
 
 // replayed returns the recorded answer of rec.

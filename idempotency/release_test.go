@@ -1,0 +1,63 @@
+package idempotency
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"testing"
+	"time"
+
+	"gorm.io/gorm"
+
+	"petstore/internal/dbtest"
+	"petstore/internal/faultproxy"
+	"petstore/store"
+)
+
+// TestReleaseRetriedAfterOutage claims a key, cuts the database while the claim is being
+// released, and checks that the release is retried once the database answers again, so that
+// the key is free long before its lease would run out.
+func TestReleaseRetriedAfterOutage(t *testing.T) {
+	dsn, err := url.Parse(dbtest.DSN(t, "mysql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := faultproxy.Start(t, dsn.Host)
+	dsn.Host = proxy.Addr()
+	db, err := store.Open(context.Background(), dsn.String(), store.DefaultPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := DefaultConfig()
+	cfg.QueryTimeout = time.Second
+	s, err := New(db.DB, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sc := scope{keyID: 1, key: "retry-me", hash: "h"}
+	cl, rec, err := s.acquire(ctx, sc)
+	if err != nil || rec != nil {
+		t.Fatalf("acquire: got %v, %v", rec, err)
+	}
+
+	proxy.Cut()
+	s.release(ctx, cl) // fails: the database is unreachable
+	proxy.Restore()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		_, err := s.find(ctx, sc)
+		if errors.Is(err, gorm.ErrRecordNotFound) {
+			return // released well within the 2-minute lease
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the claim is still held 10 s after the database came back (last lookup: %v)", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
