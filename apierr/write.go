@@ -1,7 +1,9 @@
 package apierr
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"log/slog"
 	"net/http"
 )
@@ -13,10 +15,20 @@ type Body struct {
 	Status  int    `json:"status"`
 }
 
+// StatusClientClosedRequest is the status recorded (in logs and metrics) for a request whose
+// client went away before its answer was ready, as nginx does; no client ever receives it.
+const StatusClientClosedRequest = 499
+
 // Write writes err as a JSON Error body with its status. Failures of the service (5xx other
 // than not_implemented) are logged with their cause; the client sees only the code and the
-// safe message.
+// safe message. An error caused by the client going away (the request's context cancelled)
+// is not logged as a failure: its status is StatusClientClosedRequest, without a body.
 func Write(w http.ResponseWriter, r *http.Request, err error) {
+	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
+		slog.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
+		w.WriteHeader(StatusClientClosedRequest)
+		return
+	}
 	e := From(err)
 	status := e.Status()
 	if status >= http.StatusInternalServerError && e.Code != NotImplemented {

@@ -133,7 +133,7 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 	var apiErr *apierr.Error
 	switch {
 	case errors.As(err, &apiErr):
-		if apiErr.Status() >= http.StatusInternalServerError {
+		if apiErr.Status() >= http.StatusInternalServerError && ctx.Err() == nil { // not when the client went away
 			slog.ErrorContext(ctx, "graphql resolver failed", "path", gqlErr.Path.String(), "err", apiErr.Error())
 		}
 		gqlErr.Message = apiErr.Message
