@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz playground-assets bench bench-smoke soak
+.PHONY: run test build generate check-generated fuzz playground-assets bench bench-smoke soak soak-smoke
 
 run:
 	$(GO) run . serve
@@ -48,3 +48,12 @@ bench:
 # Every workload for 2 s on 1,000 rows (CI): only failed or non-2xx requests fail it.
 bench-smoke:
 	$(GO) run ./bench/cmd -smoke $(BENCHFLAGS)
+
+# Load and soak test (not part of `make test`): about 3-5 minutes against MySQL and Redis,
+# with a real MariaDB restart in the middle, so MySQL tests running meanwhile will fail.
+soak:
+	$(GO) run ./soak
+
+# The same for 20 s with a 2 s outage.
+soak-smoke:
+	$(GO) run ./soak -smoke
