@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"net/http"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -11,28 +9,13 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/internal/dbtest"
-	"petstore/internal/faultproxy"
-	"petstore/store"
 )
 
 // TestDatabaseOutage cuts the service's connection to MariaDB (through a loopback proxy; the
 // server keeps running for other tests): API requests answer 503 unavailable, /readyz 503,
 // and the service recovers by itself when the connection is restored.
 func TestDatabaseOutage(t *testing.T) {
-	dsn, err := url.Parse(dbtest.DSN(t, "mysql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, dsn.Host)
-	dsn.Host = proxy.Addr()
-	db, err := store.Open(context.Background(), dsn.String(), store.DefaultPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	db, proxy := dbtest.Proxied(t)
 	api := newTestAPI(t, db)
 	cold := api.createKey(t, auth.KeySpec{Plan: "pro"}) // never used before the outage: not cached
 	api.do(t, get("/v1/pets"))

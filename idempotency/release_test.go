@@ -3,35 +3,19 @@ package idempotency
 import (
 	"context"
 	"errors"
-	"net/url"
 	"testing"
 	"time"
 
 	"gorm.io/gorm"
 
 	"petstore/internal/dbtest"
-	"petstore/internal/faultproxy"
-	"petstore/store"
 )
 
 // TestReleaseRetriedAfterOutage claims a key, cuts the database while the claim is being
 // released, and checks that the release is retried once the database answers again, so that
 // the key is free long before its lease would run out.
 func TestReleaseRetriedAfterOutage(t *testing.T) {
-	dsn, err := url.Parse(dbtest.DSN(t, "mysql"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	proxy := faultproxy.Start(t, dsn.Host)
-	dsn.Host = proxy.Addr()
-	db, err := store.Open(context.Background(), dsn.String(), store.DefaultPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	db, proxy := dbtest.Proxied(t)
 	cfg := DefaultConfig()
 	cfg.QueryTimeout = time.Second
 	s, err := New(db.DB, cfg)
