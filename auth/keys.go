@@ -17,7 +17,7 @@ var ErrKeyNotFound = errors.New("no API key with that id")
 // KeySpec describes a key to create.
 type KeySpec struct {
 	Name      string
-	Plan      string // one of PlanNames
+	Plan      string // free, pro, business or enterprise
 	PerMinute int64  // enterprise only: requests per minute
 	PerDay    int64  // enterprise only: requests per day
 }

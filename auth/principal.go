@@ -19,9 +19,6 @@ var (
 	Business = Plan{Name: "business", PerMinute: 1000, PerDay: 100000}
 )
 
-// PlanNames lists the plans a key can have.
-var PlanNames = []string{"free", "pro", "business", "enterprise"}
-
 // Principal is the authenticated caller of a request: one API key and its limits.
 type Principal struct {
 	KeyID int64
