@@ -18,6 +18,26 @@ import (
 // Settings in extra override the defaults.
 func startServer(t *testing.T, extra ...string) (base, key string, stop context.CancelFunc, done <-chan error) {
 	t.Helper()
+	lines, stop, done := startServerLines(t, extra...)
+	for _, line := range lines {
+		if strings.HasPrefix(line, "petstore_test_") && key == "" {
+			key = line
+		}
+		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
+			base = strings.Fields(addr)[0]
+		}
+	}
+	if base == "" || key == "" {
+		stop()
+		t.Fatalf("serve printed no address and key: %v", <-done)
+	}
+	return base, key, stop, done
+}
+
+// startServerLines runs `petstore serve` like startServer and returns the lines it printed up
+// to the one with its address.
+func startServerLines(t *testing.T, extra ...string) (lines []string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
 	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DB": dbtest.DSN(t, "sqlite")}
 	for i := 0; i+1 < len(extra); i += 2 {
 		env[extra[i]] = extra[i+1]
@@ -29,24 +49,44 @@ func startServer(t *testing.T, extra ...string) (base, key string, stop context.
 		errc <- run(ctx, []string{"serve"}, func(k string) string { return env[k] }, pw, io.Discard)
 		pw.Close()
 	}()
-	lines := bufio.NewScanner(pr)
-	for lines.Scan() {
-		line := lines.Text()
-		if strings.HasPrefix(line, "petstore_test_") && key == "" {
-			key = line
-		}
-		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
-			base = strings.Fields(addr)[0]
+	scanner := bufio.NewScanner(pr)
+	for scanner.Scan() {
+		lines = append(lines, scanner.Text())
+		if strings.HasPrefix(scanner.Text(), "petstore listening on ") {
 			break
 		}
 	}
 	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	if base == "" || key == "" {
-		cancel()
-		t.Fatalf("serve printed no address and key: %v", <-errc)
-	}
 	t.Cleanup(cancel)
-	return base, key, cancel, errc
+	return lines, cancel, errc
+}
+
+// TestDebugListener checks that PETSTORE_DEBUG_ADDR serves the profiling endpoints on their own
+// listener, and that the API's listener does not.
+func TestDebugListener(t *testing.T) {
+	lines, _, _ := startServerLines(t, "PETSTORE_DEBUG_ADDR", "127.0.0.1:0")
+	var base, debug string
+	for _, line := range lines {
+		if addr, ok := strings.CutPrefix(line, "profiling endpoints on "); ok {
+			debug = addr
+		}
+		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
+			base = strings.Fields(addr)[0]
+		}
+	}
+	if debug == "" || base == "" {
+		t.Fatalf("serve printed %q; want the profiling address and the API's", lines)
+	}
+	for url, want := range map[string]int{debug + "goroutine?debug=1": http.StatusOK, base + "/debug/pprof/goroutine?debug=1": http.StatusNotFound} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: got %d; want %d", url, resp.StatusCode, want)
+		}
+	}
 }
 
 func TestServeEndToEnd(t *testing.T) {

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"syscall"
@@ -148,8 +149,17 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	errc := make(chan error, 2)
+	if cfg.DebugAddr != "" {
+		debug, err := serveDebug(cfg.DebugAddr, errc)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer debug.Close()
+		fmt.Fprintf(stdout, "profiling endpoints on http://%s/debug/pprof/\n", debug.Addr)
+	}
 	fmt.Fprintf(stdout, "petstore listening on http://%s (REST at /v1/pets, GraphQL at /v1/graphql)\n", ln.Addr())
-	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	select {
 	case err := <-errc:
@@ -163,6 +173,28 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// serveDebug serves net/http/pprof's endpoints on their own listener at addr, away from the
+// API's router, middleware and limits; a failure of its server is sent to errc.
+func serveDebug(addr string, errc chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("debug listener: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			errc <- fmt.Errorf("debug listener: %w", err)
+		}
+	}()
+	return srv, nil
 }
 
 // openRedis returns a client of the Redis server at url, or nil when url is empty. Its

@@ -21,6 +21,7 @@ import (
 // Config is every setting of the service.
 type Config struct {
 	Addr            string        // listen address
+	DebugAddr       string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
 	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
 	RedisURL        string        // redis://HOST:PORT/N; empty keeps rate-limit state in the process
 	Env             string        // development, staging or production
@@ -66,6 +67,7 @@ func Default() Config {
 // a variable: --db-max-open is PETSTORE_DB_MAX_OPEN.
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
+	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiling endpoints (/debug/pprof/), such as 127.0.0.1:6060; empty: none. Never expose it publicly")
 	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "redis://HOST:PORT/N for rate-limit state shared by every instance; empty: in process")
 	fs.StringVar(&c.Env, "env", c.Env, "development, staging or production")
