@@ -3039,7 +3039,7 @@ func (ec *executionContext) marshalNPageInfo2ᚖpetstoreᚋgraphᚐPageInfo(ctx 
 }
 
 func (ec *executionContext) marshalNPet2ᚕᚖpetstoreᚋmodelsᚐPetᚄ(ctx context.Context, sel ast.SelectionSet, v []*models.Pet) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPet2ᚖpetstoreᚋmodelsᚐPet(ctx, sel, v[i])
@@ -3075,7 +3075,7 @@ func (ec *executionContext) marshalNPetConnection2ᚖpetstoreᚋgraphᚐPetConne
 }
 
 func (ec *executionContext) marshalNPetEdge2ᚕᚖpetstoreᚋgraphᚐPetEdgeᚄ(ctx context.Context, sel ast.SelectionSet, v []*PetEdge) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalNPetEdge2ᚖpetstoreᚋgraphᚐPetEdge(ctx, sel, v[i])
@@ -3121,7 +3121,7 @@ func (ec *executionContext) marshalN__Directive2githubᚗcomᚋ99designsᚋgqlge
 }
 
 func (ec *executionContext) marshalN__Directive2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirectiveᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Directive) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Directive2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐDirective(ctx, sel, v[i])
@@ -3167,7 +3167,7 @@ func (ec *executionContext) unmarshalN__DirectiveLocation2ᚕstringᚄ(ctx conte
 }
 
 func (ec *executionContext) marshalN__DirectiveLocation2ᚕstringᚄ(ctx context.Context, sel ast.SelectionSet, v []string) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__DirectiveLocation2string(ctx, sel, v[i])
@@ -3195,7 +3195,7 @@ func (ec *executionContext) marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlg
 }
 
 func (ec *executionContext) marshalN__InputValue2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValueᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.InputValue) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -3215,7 +3215,7 @@ func (ec *executionContext) marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋg
 }
 
 func (ec *executionContext) marshalN__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐTypeᚄ(ctx context.Context, sel ast.SelectionSet, v []introspection.Type) graphql.Marshaler {
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])
@@ -3349,7 +3349,7 @@ func (ec *executionContext) marshalO__EnumValue2ᚕgithubᚗcomᚋ99designsᚋgq
 	if v == nil {
 		return graphql.Null
 	}
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__EnumValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐEnumValue(ctx, sel, v[i])
@@ -3368,7 +3368,7 @@ func (ec *executionContext) marshalO__Field2ᚕgithubᚗcomᚋ99designsᚋgqlgen
 	if v == nil {
 		return graphql.Null
 	}
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Field2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐField(ctx, sel, v[i])
@@ -3387,7 +3387,7 @@ func (ec *executionContext) marshalO__InputValue2ᚕgithubᚗcomᚋ99designsᚋg
 	if v == nil {
 		return graphql.Null
 	}
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__InputValue2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐInputValue(ctx, sel, v[i])
@@ -3413,7 +3413,7 @@ func (ec *executionContext) marshalO__Type2ᚕgithubᚗcomᚋ99designsᚋgqlgen�
 	if v == nil {
 		return graphql.Null
 	}
-	ret := marshalSlice(ctx, len(v), func(ctx context.Context, i int) graphql.Marshaler {
+	ret := marshalList(ec, ctx, sel, v, func(ctx context.Context, i int) graphql.Marshaler {
 		fc := graphql.GetFieldContext(ctx)
 		fc.Result = &v[i]
 		return ec.marshalN__Type2githubᚗcomᚋ99designsᚋgqlgenᚋgraphqlᚋintrospectionᚐType(ctx, sel, v[i])

@@ -107,16 +107,27 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 		srv.SetQueryCache(lru.New[*ast.QueryDocument](opts.QueryCacheSize))
 	}
 	srv.SetParserTokenLimit(opts.TokenLimit)
-	srv.Use(extension.Introspection{})
-	srv.Use(extension.AutomaticPersistedQuery{Cache: boundedCache{opts.APQCache}})
-	srv.Use(operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit})
-	if opts.ComplexityLimit > 0 {
-		srv.Use(extension.FixedComplexityLimit(opts.ComplexityLimit))
+	for _, ext := range extensions(opts) {
+		srv.Use(ext)
 	}
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(normalizeCodes)
 	return srv
+}
+
+// extensions returns the handler's extensions, in order. None may be a
+// graphql.FieldInterceptor: flat lists of pets are written without running any (flatpets.go).
+func extensions(opts Options) []graphql.HandlerExtension {
+	exts := []graphql.HandlerExtension{
+		extension.Introspection{},
+		extension.AutomaticPersistedQuery{Cache: boundedCache{opts.APQCache}},
+		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
+	}
+	if opts.ComplexityLimit > 0 {
+		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
+	}
+	return exts
 }
 
 // keptCodes are the codes of gqlgen's own errors that clients depend on: the presenter leaves

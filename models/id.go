@@ -23,8 +23,14 @@ func ParseID(field, s string) (int64, error) {
 // MarshalID writes an int64 identifier as a GraphQL ID (a string).
 func MarshalID(id int64) graphql.Marshaler {
 	return graphql.WriterFunc(func(w io.Writer) {
-		_, _ = io.WriteString(w, strconv.Quote(strconv.FormatInt(id, 10)))
+		var buf [24]byte
+		_, _ = w.Write(AppendGQLID(buf[:0], id))
 	})
+}
+
+// AppendGQLID appends id as MarshalID writes it: a quoted decimal string.
+func AppendGQLID(b []byte, id int64) []byte {
+	return append(strconv.AppendInt(append(b, '"'), id, 10), '"')
 }
 
 // UnmarshalID reads a GraphQL ID, given as a string or an integer, into an int64.

@@ -73,7 +73,20 @@ func (s *PetStatus) UnmarshalJSON(b []byte) error {
 
 // MarshalGQL writes the GraphQL spelling (AVAILABLE).
 func (s PetStatus) MarshalGQL(w io.Writer) {
-	_, _ = io.WriteString(w, strconv.Quote(strings.ToUpper(string(s))))
+	_, _ = w.Write(s.AppendGQL(nil))
+}
+
+// AppendGQL appends the GraphQL spelling as MarshalGQL writes it: "AVAILABLE", quoted.
+func (s PetStatus) AppendGQL(b []byte) []byte {
+	switch s {
+	case PetStatusAvailable:
+		return append(b, `"AVAILABLE"`...)
+	case PetStatusPending:
+		return append(b, `"PENDING"`...)
+	case PetStatusSold:
+		return append(b, `"SOLD"`...)
+	}
+	return strconv.AppendQuote(b, strings.ToUpper(string(s)))
 }
 
 // UnmarshalGQL parses the GraphQL spelling (AVAILABLE).
