@@ -43,7 +43,7 @@ func listPets(p PetPager) gin.HandlerFunc {
 		if next != "" {
 			c.Header("Link", lq.nextLink(next))
 		}
-		c.JSON(http.StatusOK, pets)
+		writeJSON(c, http.StatusOK, func(b []byte) []byte { return models.AppendPetsJSON(b, pets) })
 	}
 }
 
@@ -61,7 +61,7 @@ func createPet(m graph.MutationResolver) gin.HandlerFunc {
 			return
 		}
 		c.Header("Location", "/v1/pets/"+strconv.FormatInt(pet.ID, 10))
-		c.JSON(http.StatusCreated, pet)
+		writeJSON(c, http.StatusCreated, pet.AppendJSON)
 	}
 }
 
@@ -78,7 +78,7 @@ func getPet(q graph.QueryResolver) gin.HandlerFunc {
 			writeError(c, err)
 			return
 		}
-		c.JSON(http.StatusOK, pet)
+		writeJSON(c, http.StatusOK, pet.AppendJSON)
 	}
 }
 
