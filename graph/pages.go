@@ -58,7 +58,7 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.QueryTimeout)
 	defer cancel()
-	pool := store.Conn(ctx, r.DB).Statement.ConnPool
+	pool := store.ConnPool(ctx, r.DB)
 	var rows *sql.Rows
 	if status != nil {
 		rows, err = pool.QueryContext(ctx, listByStatusSQL, string(*status), afterID, n+1)
@@ -70,14 +70,17 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	}
 	defer rows.Close()
 	pets := make([]models.Pet, 0, n+1)
+	var (
+		p  models.Pet
+		st sql.Null[sql.RawBytes] // no string per row: the three statuses are shared
+	)
 	for rows.Next() {
-		var p models.Pet
-		var st sql.NullString
 		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
 			return nil, false, storeError(err)
 		}
+		p.Status = nil
 		if st.Valid {
-			p.Status = models.StatusPtr(st.String)
+			p.Status = models.StatusPtr(st.V)
 		}
 		pets = append(pets, p)
 	}

@@ -27,11 +27,12 @@ var AllPetStatus = []PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSo
 // statusValues are the three statuses, for StatusPtr to point into.
 var statusValues = [...]PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
 
-// StatusPtr returns a pointer to the status s, shared by every caller for the three valid
-// statuses so that reading rows allocates nothing for them: never write through it.
-func StatusPtr(s string) *PetStatus {
+// StatusPtr returns a pointer to the status spelled s (as read from the database), shared by
+// every caller for the three valid statuses so that reading rows allocates nothing for them:
+// never write through it.
+func StatusPtr(s []byte) *PetStatus {
 	for i := range statusValues {
-		if string(statusValues[i]) == s {
+		if string(statusValues[i]) == string(s) {
 			return &statusValues[i]
 		}
 	}

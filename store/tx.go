@@ -21,3 +21,13 @@ func Conn(ctx context.Context, db *gorm.DB) *gorm.DB {
 	}
 	return db.WithContext(ctx)
 }
+
+// ConnPool returns the connection pool of Conn(ctx, db) without starting a GORM session: the
+// transaction's connection, or db's pool (its prepared-statement cache when it has one). Pass
+// ctx to each statement.
+func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
+	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
+		return tx.Statement.ConnPool
+	}
+	return db.Statement.ConnPool
+}
