@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime"
 	"net/http"
@@ -25,44 +26,95 @@ const (
 	mediaGraphQLResponse = "application/graphql-response+json"
 )
 
-// specTransport is gqlgen's GET or POST transport made to follow the GraphQL-over-HTTP
-// specification: it picks the response media type from Accept by q-value, refuses batches and
-// GET mutations, and gives request errors their status and no data entry (specWriter).
+// specTransport is GraphQL over HTTP as the specification asks: it picks the response media
+// type from Accept by q-value, refuses batches and GET mutations, and gives request errors
+// their status and no data entry (specWriter). GET runs through gqlgen's transport; POST
+// through doPost, gqlgen's POST transport with the body read once and successful answers
+// written without re-encoding.
 type specTransport struct {
-	method  string
-	byMedia map[string]graphql.Transport // gqlgen's transport answering with each media type
+	method string
+	get    map[string]graphql.Transport // gqlgen's GET transport answering with each media type
 }
 
 func newSpecTransport(method string) specTransport {
-	t := specTransport{method: method, byMedia: map[string]graphql.Transport{}}
-	for _, media := range []string{mediaJSON, mediaGraphQLResponse} {
-		headers := map[string][]string{"Content-Type": {media + "; charset=utf-8"}}
-		if method == http.MethodGet {
-			t.byMedia[media] = transport.GET{ResponseHeaders: headers}
-		} else {
-			t.byMedia[media] = transport.POST{ResponseHeaders: headers}
+	t := specTransport{method: method}
+	if method == http.MethodGet {
+		t.get = map[string]graphql.Transport{}
+		for _, media := range []string{mediaJSON, mediaGraphQLResponse} {
+			t.get[media] = transport.GET{ResponseHeaders: map[string][]string{"Content-Type": {media + "; charset=utf-8"}}}
 		}
 	}
 	return t
 }
 
-// Supports reports whether gqlgen's transport takes r: a GET, or a POST of application/json.
+// Supports reports whether the transport takes r: a GET, or a POST of application/json.
 func (t specTransport) Supports(r *http.Request) bool {
-	return t.byMedia[mediaJSON].Supports(r)
+	if t.method == http.MethodGet {
+		return t.get[mediaJSON].Supports(r)
+	}
+	return transport.POST{}.Supports(r)
 }
 
 // Do answers r.
 func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	media := negotiate(strings.Join(r.Header.Values("Accept"), ","))
 	w.Header().Add("Vary", "Accept")
-	if t.method == http.MethodPost {
-		if err := checkBody(r); err != nil {
-			writeRequestError(w, media, err)
-			return
-		}
-	}
 	sw := &specWriter{ResponseWriter: w, media: media}
-	t.byMedia[media].Do(sw, r, &specExecutor{GraphExecutor: exec, w: sw, queriesOnly: t.method == http.MethodGet})
+	if t.method == http.MethodPost {
+		doPost(sw, r, &specExecutor{GraphExecutor: exec, w: sw})
+		return
+	}
+	t.get[media].Do(sw, r, &specExecutor{GraphExecutor: exec, w: sw, queriesOnly: true})
+}
+
+// doPost runs the operation of a POST, as gqlgen's transport.POST does.
+func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
+	ctx := r.Context()
+	body, apiErr := readBody(r)
+	if apiErr != nil {
+		writeRequestError(w.ResponseWriter, w.media, apiErr)
+		return
+	}
+	start := graphql.Now()
+	params := &graphql.RawParams{}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	if err := dec.Decode(params); err != nil {
+		w.WriteHeader(http.StatusBadRequest)
+		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("the body must be a JSON object with a string query: %v", err)}))
+		return
+	}
+	params.Headers = r.Header
+	params.ReadTime = graphql.TraceTiming{Start: start, End: graphql.Now()}
+	opCtx, errs := exec.CreateOperationContext(ctx, params)
+	if errs != nil {
+		w.WriteHeader(http.StatusOK) // specWriter gives it the status of errs
+		writeResponse(w, exec.DispatchError(graphql.WithOperationContext(ctx, opCtx), errs))
+		return
+	}
+	responses, ctx := exec.DispatchOperation(ctx, opCtx)
+	writeResponse(w, responses(ctx))
+}
+
+// writeResponse writes resp as JSON, as json.Marshal writes it. An answer with data and
+// nothing else, the common case, is written without running its data, which gqlgen's
+// marshallers wrote compact, through encoding/json's validating compaction again: only its
+// HTML characters are escaped, as json.Marshal does.
+func writeResponse(w io.Writer, resp *graphql.Response) {
+	if len(resp.Data) > 0 && len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil && len(resp.Extensions) == 0 {
+		var b bytes.Buffer
+		b.Grow(len(resp.Data) + len(`{"data":}`) + 64)
+		b.WriteString(`{"data":`)
+		json.HTMLEscape(&b, resp.Data)
+		b.WriteByte('}')
+		_, _ = w.Write(b.Bytes())
+		return
+	}
+	b, err := json.Marshal(resp)
+	if err != nil {
+		panic(fmt.Errorf("graphql response: %w", err)) // gqlgen's transports panic alike
+	}
+	_, _ = w.Write(b)
 }
 
 // negotiate returns the media type to answer a request that sends accept with: of
@@ -98,24 +150,23 @@ func negotiate(accept string) string {
 	return best
 }
 
-// checkBody reads the body of a POST and puts it back; it refuses a body that cannot be read
-// (413 past http.MaxBytesReader's limit) and a batch: a JSON array of operations.
-func checkBody(r *http.Request) *apierr.Error {
+// readBody reads the body of a POST; it refuses a body that cannot be read (413 past
+// http.MaxBytesReader's limit) and a batch: a JSON array of operations.
+func readBody(r *http.Request) ([]byte, *apierr.Error) {
 	if r.Body == nil {
-		return nil
+		return nil, nil
 	}
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		if errors.As(err, new(*http.MaxBytesError)) {
-			return apierr.New(apierr.PayloadTooLarge, "the request body is too large")
+			return nil, apierr.New(apierr.PayloadTooLarge, "the request body is too large")
 		}
-		return apierr.Invalid("the request body could not be read")
+		return nil, apierr.Invalid("the request body could not be read")
 	}
-	r.Body = io.NopCloser(bytes.NewReader(body))
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
-		return apierr.Invalid("batched requests (a JSON array of operations) are not supported: send one operation per request")
+		return nil, apierr.Invalid("batched requests (a JSON array of operations) are not supported: send one operation per request")
 	}
-	return nil
+	return body, nil
 }
 
 // specExecutor passes gqlgen's transport the executor's answers, refusing mutations on GET and
@@ -143,13 +194,6 @@ func (e *specExecutor) CreateOperationContext(ctx context.Context, params *graph
 // DispatchError presents the errors of a request that does not run.
 func (e *specExecutor) DispatchError(ctx context.Context, list gqlerror.List) *graphql.Response {
 	e.w.requestError = true
-	for _, err := range list {
-		// gqlgen quotes the whole body after a JSON error; the client has it already.
-		if strings.HasPrefix(err.Message, "json request body could not be decoded") {
-			msg, _, _ := strings.Cut(err.Message, " body:")
-			err.Message = "the body must be a JSON object with a string query: " + strings.TrimPrefix(msg, "json request body could not be decoded: ")
-		}
-	}
 	return e.GraphExecutor.DispatchError(ctx, list)
 }
 
