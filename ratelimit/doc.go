@@ -81,4 +81,7 @@
 // window numbers and counts), rs/rc (start and count of the rejection window), su/sl (end and
 // level of the latest suspension). The hash expires when nothing in it matters any more: at the
 // end of its day window, of its rejection window or of its suspension memory, whichever is last.
+//
+// Concurrent decisions share round trips: RedisStore sends their script calls together, as one
+// pipeline of separate EVALSHA calls, each still atomic on its own key (see RedisStore).
 package ratelimit

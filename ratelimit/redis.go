@@ -4,6 +4,7 @@ import (
 	"context"
 	_ "embed"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -15,20 +16,34 @@ var takeSource string
 // takeScript is shared by every RedisStore: its SHA-1 is computed once.
 var takeScript = redis.NewScript(takeSource)
 
-// RedisStore is the Store shared by every instance through Redis: one Lua script per request
-// (one round trip), Redis TIME as the clock, one hash per subject under a Redis Cluster hash
-// tag. The script is sent with EVALSHA and re-sent with EVAL when Redis answers NOSCRIPT (after
-// a restart or SCRIPT FLUSH).
+// RedisStore is the Store shared by every instance through Redis: one Lua script call per
+// request, Redis TIME as the clock, one hash per subject under a Redis Cluster hash tag. The
+// script is sent with EVALSHA and re-sent with EVAL when Redis answers NOSCRIPT (after a restart
+// or SCRIPT FLUSH).
 //
-// Errors of the client (timeouts, refused connections) are returned as they are; bound their
-// duration with the client's options (DialTimeout, ReadTimeout, WriteTimeout, MaxRetries), since
-// every request waits for the decision. go-redis retries a command whose reply was lost; such a
-// retry may charge a request twice, never admit one more.
+// Concurrent requests share round trips: their script calls are sent together, up to 128 in one
+// pipeline (one write and one read), with at most two pipelines in flight. A request sent while
+// none is in flight goes at once; the others queue meanwhile and leave with the next pipeline.
+// Each call is still its own atomic script run. RedisStore starts goroutines only while calls
+// are queued or in flight, so it needs no Close: closing the client ends them.
+//
+// Errors of the client (timeouts, refused connections) are returned as they are, to every
+// request of the failed pipeline; bound their duration with the client's options (DialTimeout,
+// ReadTimeout, WriteTimeout, MaxRetries), since every request waits for the decision. A request
+// whose context ends first returns its context's error at once. go-redis re-sends a pipeline
+// whose replies were lost; such a retry may charge a request twice, never admit one more.
 type RedisStore struct {
 	client *redis.Client
 	prefix string
 	script *redis.Script
 	clock  func() time.Time // tests only: pins the script's clock instead of Redis TIME
+	// tests only: called with the number of script calls of every pipeline sent.
+	onPipeline func(calls int)
+
+	mu      sync.Mutex
+	queue   []*call   // calls waiting for a pipeline
+	running int       // goroutines sending pipelines, at most maxPipelines
+	idle    []*sender // kept from senders that have exited
 }
 
 // NewRedisStore returns a Store keeping its state in Redis through client, under keys
@@ -39,13 +54,17 @@ func NewRedisStore(client *redis.Client, prefix string) *RedisStore {
 	return &RedisStore{client: client, prefix: prefix, script: takeScript}
 }
 
-// Take implements Store with one script call.
+// Take implements Store with one script call, sent in a pipeline with those of concurrent
+// Takes.
 func (s *RedisStore) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
 	key := s.key(subj)
 	r := rulesOf(p)
-	reply, err := s.script.Run(ctx, s.client, []string{key},
-		r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow(),
-	).Int64Slice()
+	reply, err := s.do(&call{
+		ctx:  ctx,
+		keys: [1]string{key},
+		argv: [8]any{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+		done: make(chan struct{}),
+	})
 	if err != nil {
 		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", key, err)
 	}
@@ -58,8 +77,8 @@ func (s *RedisStore) Take(ctx context.Context, subj Subject, p Policy) (Decision
 
 // key returns the Redis key of subj.
 func (s *RedisStore) key(subj Subject) string {
-	b := make([]byte, 0, len(s.prefix)+48)
-	b = append(append(b, '{'), s.prefix...)
+	var buf [64]byte
+	b := append(append(buf[:0], '{'), s.prefix...)
 	return string(append(subj.appendTo(b), '}'))
 }
 
