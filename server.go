@@ -71,6 +71,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	return errUsage
 }
 
+// logFlushEvery is the longest a log line waits in observe.LogWriter's buffer.
+const logFlushEvery = 100 * time.Millisecond
+
 // withConfig parses the settings and the command's own flags (defined by extra), sets up
 // logging, and calls fn.
 func withConfig(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
@@ -88,7 +91,9 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 		}
 		return err
 	}
-	slog.SetDefault(slog.New(observe.NewLogHandler(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: cfg.LogLevel}))))
+	logs := observe.NewLogWriter(stderr, logFlushEvery)
+	defer logs.Close()
+	slog.SetDefault(slog.New(observe.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))))
 	slog.InfoContext(ctx, "petstore "+name, "config", cfg)
 	return fn(cfg, fs)
 }
