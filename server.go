@@ -15,6 +15,7 @@ import (
 	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -32,7 +33,16 @@ import (
 	"petstore/store"
 )
 
+// defaultGOGC is the garbage collector's target unless GOGC says otherwise. The service's live
+// heap is a few MiB, so at Go's default of 100 a loaded instance collects some hundred times a
+// second; 200 halves that for some 7 MiB more resident memory (48 MiB after a minute of mixed
+// load in make bench, against 41 MiB).
+const defaultGOGC = 200
+
 func main() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(defaultGOGC)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr); err != nil {
