@@ -58,40 +58,49 @@ func BenchmarkRedisTake(b *testing.B) {
 }
 
 // BenchmarkTakeParallel is the decision on each store from 2 and from 64 goroutines at once (the
-// service serves 64 connections), over 1,024 keys. Besides wall time per decision it reports
-// the CPU time per decision of this process (cpu-ns/op) and, for Redis, of redis-server
-// (redis-cpu-ns/op): on a shared machine they are steadier than wall time. For Redis it also
-// reports how many script calls a pipeline carried on average (calls/pipeline).
+// service serves 64 connections), either all on one key (one busy API key, as in the service's
+// benchmark) or each goroutine on a key of its own (no two concurrent decisions share a
+// subject). Besides wall time per decision it reports the CPU time per decision of this process
+// (cpu-ns/op) and, for Redis, of redis-server (redis-cpu-ns/op): on a shared machine they are
+// steadier than wall time. For Redis it also reports how many Takes a pipeline decided on
+// average (calls/pipeline), and a script call (calls/script).
 func BenchmarkTakeParallel(b *testing.B) {
 	for _, name := range []string{"memory", "redis"} {
 		for _, goroutines := range []int{2, 64} {
-			b.Run(fmt.Sprintf("%s/%d", name, goroutines), func(b *testing.B) {
-				var s Store = NewMemoryStore(nil)
-				var rdb *redis.Client
-				var pipelines, calls atomic.Int64
-				if name == "redis" {
-					rdb = testRedis(b)
-					rs := NewRedisStore(rdb, testPrefix(b))
-					rs.onPipeline = func(n int) { pipelines.Add(1); calls.Add(int64(n)) }
-					defer func() { b.ReportMetric(float64(calls.Load())/float64(pipelines.Load()), "calls/pipeline") }()
-					s = rs
-				}
-				b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
-				b.ReportAllocs()
-				ctx := context.Background()
-				var next atomic.Int64
-				defer reportCPU(b, rdb)()
-				b.RunParallel(func(pb *testing.PB) {
-					i := next.Add(1) << 4 // goroutines start on different keys
-					for pb.Next() {
-						if _, err := s.Take(ctx, KeySubject(i&1023+1), benchPolicy); err != nil {
-							b.Error(err)
-							return
-						}
-						i++
+			for _, keys := range []string{"one-key", "key-each"} {
+				b.Run(fmt.Sprintf("%s/%d/%s", name, goroutines, keys), func(b *testing.B) {
+					var s Store = NewMemoryStore(nil)
+					var rdb *redis.Client
+					var pipelines, calls, scripts atomic.Int64
+					if name == "redis" {
+						rdb = testRedis(b)
+						rs := NewRedisStore(rdb, testPrefix(b))
+						rs.onPipeline = func(c, s int) { pipelines.Add(1); calls.Add(int64(c)); scripts.Add(int64(s)) }
+						defer func() {
+							b.ReportMetric(float64(calls.Load())/float64(pipelines.Load()), "calls/pipeline")
+							b.ReportMetric(float64(calls.Load())/float64(scripts.Load()), "calls/script")
+						}()
+						s = rs
 					}
+					b.SetParallelism(max(1, goroutines/runtime.GOMAXPROCS(0)))
+					b.ReportAllocs()
+					ctx := context.Background()
+					var next atomic.Int64
+					defer reportCPU(b, rdb)()
+					b.RunParallel(func(pb *testing.PB) {
+						subj := KeySubject(1)
+						if keys == "key-each" {
+							subj = KeySubject(next.Add(1))
+						}
+						for pb.Next() {
+							if _, err := s.Take(ctx, subj, benchPolicy); err != nil {
+								b.Error(err)
+								return
+							}
+						}
+					})
 				})
-			})
+			}
 		}
 	}
 }

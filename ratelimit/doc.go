@@ -82,6 +82,7 @@
 // level of the latest suspension). The hash expires when nothing in it matters any more: at the
 // end of its day window, of its rejection window or of its suspension memory, whichever is last.
 //
-// Concurrent decisions share round trips: RedisStore sends their script calls together, as one
-// pipeline of separate EVALSHA calls, each still atomic on its own key (see RedisStore).
+// Concurrent decisions share round trips: RedisStore sends them together, as one pipeline of
+// EVALSHA calls, one per subject and policy, each deciding its requests one after the other,
+// atomically on its own key (see RedisStore).
 package ratelimit

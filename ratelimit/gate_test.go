@@ -144,31 +144,42 @@ func (c gatedConn) SyscallConn() (syscall.RawConn, error) {
 	return c.Conn.(syscall.Conn).SyscallConn()
 }
 
-// pipelineSizes records the number of calls of every pipeline a store sends.
+// pipelineSizes records, for every pipeline a store sends, the number of Takes it decides and
+// of script calls it carries.
 type pipelineSizes struct {
-	mu    sync.Mutex
-	sizes []int
+	mu      sync.Mutex
+	sizes   []int
+	scripts []int
 }
 
-func (p *pipelineSizes) add(n int) {
+func (p *pipelineSizes) add(calls, scripts int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sizes = append(p.sizes, n)
+	p.sizes = append(p.sizes, calls)
+	p.scripts = append(p.scripts, scripts)
 }
 
 func (p *pipelineSizes) reset() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.sizes = nil
+	p.sizes, p.scripts = nil, nil
 }
 
+// all returns the number of Takes of every pipeline.
 func (p *pipelineSizes) all() []int {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return append([]int(nil), p.sizes...)
 }
 
-// stats returns the number of calls of every pipeline together, and of the biggest one.
+// allScripts returns the number of script calls of every pipeline.
+func (p *pipelineSizes) allScripts() []int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]int(nil), p.scripts...)
+}
+
+// stats returns the number of Takes of every pipeline together, and of the biggest one.
 func (p *pipelineSizes) stats() (sum, biggest int) {
 	for _, n := range p.all() {
 		sum += n

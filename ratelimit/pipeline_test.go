@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"maps"
 	"net"
 	"runtime"
 	"slices"
@@ -20,8 +21,8 @@ import (
 // calls travel together.
 
 // TestRedisPipelinedTakesAdmitExactlyLimit sends 200 Takes of one subject with a limit of 40
-// while every pipeline is in flight: the queued ones leave in batches of at most maxBatch, and
-// exactly 40 are admitted.
+// while every pipeline is in flight: the queued ones leave in batches of at most maxBatch, each
+// decided by one script call, and exactly 40 are admitted.
 func TestRedisPipelinedTakesAdmitExactlyLimit(t *testing.T) {
 	t.Parallel()
 	s, g, sizes := gatedStore(t)
@@ -49,10 +50,16 @@ func TestRedisPipelinedTakesAdmitExactlyLimit(t *testing.T) {
 		t.Errorf("pipelines %v: got %d calls, the biggest %d; want %d calls, the biggest %d",
 			sizes.all(), sum, biggest, n, maxBatch)
 	}
+	for i, scripts := range sizes.allScripts() {
+		if scripts != 1 {
+			t.Errorf("pipeline %d: got %d script calls; want 1", i, scripts)
+		}
+	}
 }
 
-// TestRedisPipelineErrorsStayPerCall puts in one batch a call whose key is not a hash: its
-// script fails, and only its caller gets the error.
+// TestRedisPipelineErrorsStayPerCall puts in one batch three calls of a subject whose key is not
+// a hash, among calls of other subjects: its script call fails, and only its three callers get
+// the error.
 func TestRedisPipelineErrorsStayPerCall(t *testing.T) {
 	t.Parallel()
 	s, g, sizes := gatedStore(t)
@@ -63,20 +70,24 @@ func TestRedisPipelineErrorsStayPerCall(t *testing.T) {
 	}
 	g.shut()
 	filler := fillPipelines(t, s, g, KeySubject(1), keyPolicy)
-	results := map[Subject]<-chan takeResult{}
-	for id := range int64(10) {
-		subj := KeySubject(10 + id)
-		results[subj] = takeAsync(ctx, s, subj, keyPolicy)
+	type result struct {
+		subj Subject
+		r    <-chan takeResult
+	}
+	var results []result
+	for _, id := range []int64{10, 13, 11, 12, 13, 14, 15, 16, 17, 13, 18, 19} {
+		subj := KeySubject(id)
+		results = append(results, result{subj, takeAsync(ctx, s, subj, keyPolicy)})
 	}
 	eventually(t, "the batch queued", func() bool { return s.queued() == len(results) })
 	g.open()
-	for subj, r := range results {
-		err := (<-r).err
-		if subj == bad && (err == nil || !strings.Contains(err.Error(), "WRONGTYPE")) {
-			t.Errorf("Take %v: got %v; want a WRONGTYPE error", subj, err)
+	for _, r := range results {
+		err := (<-r.r).err
+		if r.subj == bad && (err == nil || !strings.Contains(err.Error(), "WRONGTYPE")) {
+			t.Errorf("Take %v: got %v; want a WRONGTYPE error", r.subj, err)
 		}
-		if subj != bad && err != nil {
-			t.Errorf("Take %v: %v", subj, err)
+		if r.subj != bad && err != nil {
+			t.Errorf("Take %v: %v", r.subj, err)
 		}
 	}
 	for _, r := range filler {
@@ -84,8 +95,9 @@ func TestRedisPipelineErrorsStayPerCall(t *testing.T) {
 			t.Errorf("Take: %v", err)
 		}
 	}
-	if _, biggest := sizes.stats(); biggest != len(results) {
-		t.Errorf("pipelines %v: want one of %d calls", sizes.all(), len(results))
+	calls, scripts := sizes.all(), sizes.allScripts()
+	if i := slices.Index(calls, len(results)); i < 0 || scripts[i] != 10 {
+		t.Errorf("pipelines %v of %v script calls: want one of %d calls in 10 script calls", calls, scripts, len(results))
 	}
 }
 
@@ -140,19 +152,20 @@ func TestRedisTakeCanceled(t *testing.T) {
 
 // TestRedisScriptReloadedInBatch sends a batch of EVALSHA calls of a script Redis has never
 // seen, which is what a SCRIPT FLUSH between two pipelines makes of the next one (the shared
-// test server is never flushed): every call is answered NOSCRIPT, run again with EVAL, and
-// decided exactly once.
+// test server is never flushed): the script call of each of its two subjects is answered
+// NOSCRIPT, run again with EVAL, and decides its Takes exactly once.
 func TestRedisScriptReloadedInBatch(t *testing.T) {
 	t.Parallel()
 	s, g, sizes := gatedStore(t)
-	p := Policy{PerMinute: 15, PerDay: 1000}
-	const n = 30
+	p := Policy{PerMinute: 10, PerDay: 1000}
+	const n = 28 // queued, 14 per subject
 	g.shut()
-	results := fillPipelines(t, s, g, KeySubject(1), p)
-	for range n - maxPipelines {
-		results = append(results, takeAsync(context.Background(), s, KeySubject(1), p))
+	filler := fillPipelines(t, s, g, KeySubject(3), p)
+	var results []<-chan takeResult
+	for i := range n {
+		results = append(results, takeAsync(context.Background(), s, KeySubject(int64(1+i%2)), p))
 	}
-	eventually(t, "the rest queued", func() bool { return s.queued() == n-maxPipelines })
+	eventually(t, "the rest queued", func() bool { return s.queued() == n })
 	// Every sender waits at the gate, past its reading of s.script; the next reading comes
 	// after g.open.
 	nonce := make([]byte, 8)
@@ -161,24 +174,27 @@ func TestRedisScriptReloadedInBatch(t *testing.T) {
 	sizes.reset()
 	g.open()
 	got := map[Outcome]int{}
-	for _, r := range results {
+	for _, r := range append(results, filler...) {
 		res := <-r
 		if res.err != nil {
 			t.Errorf("Take: %v", res.err)
 		}
 		got[res.d.Outcome]++
 	}
-	if got[Allowed] != 15 || got[Limited] != n-15 {
-		t.Errorf("outcomes: got %v; want 15 allowed, %d limited", got, n-15)
+	if want := map[Outcome]int{Allowed: 2*10 + maxPipelines, Limited: 2 * 4}; !maps.Equal(got, want) {
+		t.Errorf("outcomes: got %v; want %v", got, want)
 	}
-	// The pipelines in flight, of one call each, end; the queued batch is sent twice: as
-	// EVALSHA, answered NOSCRIPT, then as EVAL.
-	want := []int{n - maxPipelines, n - maxPipelines}
+	// The pipelines in flight, of one call each, end; the queued batch, two script calls, is
+	// sent twice: as EVALSHA, answered NOSCRIPT, then as EVAL.
+	wantCalls, wantScripts := []int{n, n}, []int{2, 2}
 	for range maxPipelines {
-		want = append(want, 1)
+		wantCalls, wantScripts = append(wantCalls, 1), append(wantScripts, 1)
 	}
-	if got := slices.Sorted(slices.Values(sizes.all())); !slices.Equal(got, slices.Sorted(slices.Values(want))) {
-		t.Errorf("pipelines: got sizes %v; want %v", got, want)
+	if got := slices.Sorted(slices.Values(sizes.all())); !slices.Equal(got, slices.Sorted(slices.Values(wantCalls))) {
+		t.Errorf("pipelines: got sizes %v; want %v", got, wantCalls)
+	}
+	if got := slices.Sorted(slices.Values(sizes.allScripts())); !slices.Equal(got, slices.Sorted(slices.Values(wantScripts))) {
+		t.Errorf("pipelines: got %v script calls; want %v", got, wantScripts)
 	}
 	ok, err := s.client.ScriptExists(context.Background(), s.script.Hash()).Result()
 	if err != nil || !ok[0] {

@@ -16,29 +16,33 @@ var takeSource string
 // takeScript is shared by every RedisStore: its SHA-1 is computed once.
 var takeScript = redis.NewScript(takeSource)
 
-// RedisStore is the Store shared by every instance through Redis: one Lua script call per
-// request, Redis TIME as the clock, one hash per subject under a Redis Cluster hash tag. The
-// script is sent with EVALSHA and re-sent with EVAL when Redis answers NOSCRIPT (after a restart
-// or SCRIPT FLUSH).
+// RedisStore is the Store shared by every instance through Redis: a Lua script decides, Redis
+// TIME is the clock, one hash per subject under a Redis Cluster hash tag. The script is sent
+// with EVALSHA and re-sent with EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT
+// FLUSH).
 //
-// Concurrent requests share round trips: their script calls are sent together, up to 128 in one
+// Concurrent requests share round trips: their decisions are sent together, up to 128 in one
 // pipeline (one write and one read), with at most two pipelines in flight. A request sent while
 // none is in flight goes at once; the others queue meanwhile and leave with the next pipeline.
-// Each call is still its own atomic script run. RedisStore starts goroutines only while calls
-// are queued or in flight, so it needs no Close: closing the client ends them.
+// The requests of a pipeline for one subject under one policy share one script call, which
+// decides them one after the other in the order they queued, at one clock reading; each script
+// call is atomic on its key. RedisStore starts goroutines only while calls are queued or in
+// flight, so it needs no Close: closing the client ends them.
 //
 // Errors of the client (timeouts, refused connections) are returned as they are, to every
-// request of the failed pipeline; bound their duration with the client's options (DialTimeout,
-// ReadTimeout, WriteTimeout, MaxRetries), since every request waits for the decision. A request
-// whose context ends first returns its context's error at once. go-redis re-sends a pipeline
-// whose replies were lost; such a retry may charge a request twice, never admit one more.
+// request of the failed pipeline, and an error of a script call to every request it decides;
+// bound their duration with the client's options (DialTimeout, ReadTimeout, WriteTimeout,
+// MaxRetries), since every request waits for the decision. A request whose context ends first
+// returns its context's error at once. go-redis re-sends a pipeline whose replies were lost;
+// such a retry may charge a request twice, never admit one more.
 type RedisStore struct {
 	client *redis.Client
 	prefix string
 	script *redis.Script
 	clock  func() time.Time // tests only: pins the script's clock instead of Redis TIME
-	// tests only: called with the number of script calls of every pipeline sent.
-	onPipeline func(calls int)
+	// tests only: called for every pipeline sent with the number of Takes it decides and of
+	// script calls it carries.
+	onPipeline func(calls, scripts int)
 
 	mu      sync.Mutex
 	queue   []*call   // calls waiting for a pipeline
@@ -54,23 +58,25 @@ func NewRedisStore(client *redis.Client, prefix string) *RedisStore {
 	return &RedisStore{client: client, prefix: prefix, script: takeScript}
 }
 
-// Take implements Store with one script call, sent in a pipeline with those of concurrent
-// Takes.
+// Take implements Store: its decision is sent in a pipeline with those of concurrent Takes, in
+// one script call with those of the same subject and policy.
 func (s *RedisStore) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
-	key := s.key(subj)
 	r := rulesOf(p)
-	reply, err := s.do(&call{
-		ctx:  ctx,
-		keys: [1]string{key},
-		argv: [8]any{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+	c := &call{
+		ctx: ctx,
+		args: args{
+			key:  s.key(subj),
+			argv: [8]int64{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+		},
 		done: make(chan struct{}),
-	})
+	}
+	reply, err := s.do(c)
 	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", key, err)
+		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", c.args.key, err)
 	}
 	res, err := parseReply(reply)
 	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", key, err)
+		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", c.args.key, err)
 	}
 	return decision(p, res), nil
 }
@@ -90,7 +96,8 @@ func (s *RedisStore) pinnedNow() int64 {
 	return s.clock().UnixMilli()
 }
 
-// parseReply checks the script's reply: {outcome, now, minute count, day count, retry at}.
+// parseReply checks the script's reply for one decision: {outcome, now, minute count, day
+// count, retry at}.
 func parseReply(v []int64) (raw, error) {
 	if len(v) != 5 || v[0] < int64(Allowed) || v[0] > int64(Suspended) {
 		return raw{}, fmt.Errorf("unexpected script reply %v", v)

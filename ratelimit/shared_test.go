@@ -49,6 +49,56 @@ func TestStoresAgree(t *testing.T) {
 	t.Logf("outcomes: %v, final clock %v", seen, clock.Now())
 }
 
+// TestScriptBatchesAgree replays a random sequence of batches (1 to 8 requests of one subject at
+// one clock reading, across minutes, days, rejections and suspensions) through take.lua with its
+// count, and compares every decision, and the state left after every batch, with a MemoryStore
+// taking the same requests one by one.
+func TestScriptBatchesAgree(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	mem := NewMemoryStore(clock.Now)
+	red := NewRedisStore(testRedis(t), testPrefix(t))
+	subjects := []Subject{KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("2001:db8::1"))}
+	p := Policy{PerMinute: 4, PerDay: 9, Suspension: Suspension{
+		After: 3, Window: 30 * time.Second, Base: 2 * time.Minute, Max: 5 * time.Minute,
+		Memory: 20 * time.Hour, // long enough to set the hashes' expiry, and to reach the top level
+	}}
+	r := rulesOf(p)
+	rng := rand.New(rand.NewPCG(3, 4))
+	ctx := context.Background()
+	seen := map[Outcome]int{}
+	for i := range 300 {
+		clock.Advance(randomStep(rng))
+		s, n := subjects[rng.IntN(len(subjects))], 1+rng.IntN(8)
+		argv := []any{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, clock.Now().UnixMilli()}
+		if n > 1 {
+			argv = append(argv, n) // a single decision is the default
+		}
+		reply, err := red.script.Run(ctx, red.client, []string{red.key(s)}, argv...).Int64Slice()
+		if err != nil || len(reply) != 5*n {
+			t.Fatalf("step %d: script: got %v, %v; want %d integers", i, reply, err, 5*n)
+		}
+		for k := range n {
+			res, err := parseReply(reply[5*k : 5*k+5])
+			if err != nil {
+				t.Fatalf("step %d, decision %d: %v", i, k, err)
+			}
+			want, _ := mem.Take(ctx, s, p)
+			if got := decision(p, res); got != want {
+				t.Fatalf("step %d, decision %d of %d (%v at %v):\nredis  %+v\nmemory %+v", i, k, n, s, clock.Now(), got, want)
+			}
+			seen[res.outcome]++
+		}
+		sameState(t, red, mem, s)
+	}
+	for _, o := range []Outcome{Allowed, Limited, Suspended} {
+		if seen[o] < 50 {
+			t.Errorf("outcome %v: got %d decisions; want at least 50 for the comparison to mean much", o, seen[o])
+		}
+	}
+	t.Logf("outcomes: %v, final clock %v", seen, clock.Now())
+}
+
 // randomStep returns mostly short clock steps, sometimes minutes, rarely hours.
 func randomStep(rng *rand.Rand) time.Duration {
 	switch n := rng.IntN(100); {
