@@ -74,12 +74,16 @@ func TestRedisBatchIsSequential(t *testing.T) {
 					t.Errorf("Take: %v", err)
 				}
 			}
-			// The fillers' pipelines and the batch's: one script call each.
-			wantCalls := []int{1, 1, len(tt.want)}
+			// The fillers' pipelines, of one call each, and the batch's: one script call each.
+			wantCalls, wantScripts := []int{}, []int{}
+			for range maxPipelines {
+				wantCalls, wantScripts = append(wantCalls, 1), append(wantScripts, 1)
+			}
+			wantCalls, wantScripts = append(wantCalls, len(tt.want)), append(wantScripts, 1)
 			if got := slices.Sorted(slices.Values(sizes.all())); !slices.Equal(got, wantCalls) {
 				t.Errorf("pipelines: got %v calls; want %v", got, wantCalls)
 			}
-			if got := sizes.allScripts(); !slices.Equal(got, []int{1, 1, 1}) {
+			if got := sizes.allScripts(); !slices.Equal(got, wantScripts) {
 				t.Errorf("pipelines: got %v script calls; want one each", got)
 			}
 		})

@@ -22,7 +22,7 @@ var takeScript = redis.NewScript(takeSource)
 // FLUSH).
 //
 // Concurrent requests share round trips: their decisions are sent together, up to 128 in one
-// pipeline (one write and one read), with at most two pipelines in flight. A request sent while
+// pipeline (one write and one read), one pipeline in flight at a time. A request sent while
 // none is in flight goes at once; the others queue meanwhile and leave with the next pipeline.
 // The requests of a pipeline for one subject under one policy share one script call, which
 // decides them one after the other in the order they queued, at one clock reading; each script
