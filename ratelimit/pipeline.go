@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"runtime"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -99,11 +100,14 @@ func (s *RedisStore) enqueue(c *call) {
 	}
 }
 
-// send sends pipelines until the queue is empty.
+// send sends pipelines until the queue is empty. Between two it yields the processor once, so
+// that the requests already runnable reach their Take and leave in the next pipeline rather
+// than in one after it: under load that makes batches about half as large again.
 func (s *RedisStore) send(sd *sender) {
 	for s.next(sd) {
 		s.exec(sd)
 		sd.reset()
+		runtime.Gosched()
 	}
 }
 
