@@ -42,6 +42,7 @@ type config struct {
 	rounds    int           // interleaved rounds
 	round     time.Duration // how long each workload runs against each server in a round
 	warmup    time.Duration // one unmeasured run of each cell before the first round
+	settle    time.Duration // unmeasured load on a cell's server just before each measured run
 	conns     int           // connections of the load driver
 	rows      int           // pets seeded in the MySQL and SQLite databases
 	pageRows  int           // pets seeded for the paging rows
@@ -96,7 +97,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	cfg := config{
 		mysql: "mysql://root:@127.0.0.1:3306/petstore_bench", redis: "redis://127.0.0.1:6379/0",
-		rounds: 3, round: 10 * time.Second, warmup: 2 * time.Second, conns: 64,
+		rounds: 3, round: 10 * time.Second, warmup: 2 * time.Second, settle: time.Second, conns: 64,
 		rows: 10_000, pageRows: 100_000, pageLimit: 100, rssFor: time.Minute,
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
@@ -107,6 +108,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs.IntVar(&cfg.rounds, "rounds", cfg.rounds, "interleaved rounds")
 	fs.DurationVar(&cfg.round, "round", cfg.round, "how long each workload runs against each server per round")
 	fs.DurationVar(&cfg.warmup, "warmup", cfg.warmup, "unmeasured run of each cell before the first round")
+	fs.DurationVar(&cfg.settle, "settle", cfg.settle, "unmeasured load on a cell's server just before each measured run (0: none)")
 	fs.IntVar(&cfg.conns, "c", cfg.conns, "connections of the load driver")
 	fs.IntVar(&cfg.rows, "rows", cfg.rows, "pets seeded in the MySQL and SQLite databases")
 	fs.IntVar(&cfg.pageRows, "page-rows", cfg.pageRows, "pets seeded for the paging rows")
@@ -132,6 +134,7 @@ func smokeDefaults(fs *flag.FlagSet, cfg *config) {
 		"rounds":    func() { cfg.rounds = 1 },
 		"round":     func() { cfg.round = 2 * time.Second },
 		"warmup":    func() { cfg.warmup = 300 * time.Millisecond },
+		"settle":    func() { cfg.settle = 0 },
 		"rows":      func() { cfg.rows = 1000 },
 		"page-rows": func() { cfg.pageRows = 1000 },
 		"rss-load":  func() { cfg.rssFor = 2 * time.Second },

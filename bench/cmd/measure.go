@@ -37,6 +37,16 @@ func (b *bench) measure(ctx context.Context) (*results, error) {
 		}
 		for _, r := range b.plan {
 			for _, s := range r.servers {
+				if round > 0 && b.cfg.settle > 0 {
+					// A server left idle since its last cell (minutes, for some) has closed its
+					// idle database connections and returned memory: bring it back to the
+					// steady state the others are measured in.
+					warm, err := b.settleCell(ctx, r, s, round)
+					res.warm = append(res.warm, warm)
+					if err != nil {
+						return nil, err
+					}
+				}
 				sum, err := b.runCell(ctx, r, s, round, d)
 				if err != nil {
 					return nil, err
@@ -69,6 +79,19 @@ func (b *bench) measureMemory(ctx context.Context, res *results) error {
 	res.rss = &sum
 	res.rssBytes, res.rssPeak, err = b.rss.memory()
 	return err
+}
+
+// settleCell runs row r's workload against s for cfg.settle, unmeasured and unlogged; its
+// summary is kept for its errors only. Its requests are built as those of round -round, so
+// that the names it POSTs are its own.
+func (b *bench) settleCell(ctx context.Context, r *row, s *server, round int) (loadgen.Summary, error) {
+	res, err := loadgen.Run(ctx, loadgen.Options{Addr: s.addr, Conns: b.cfg.conns, Duration: b.cfg.settle, Build: b.builder(r, s, -round)})
+	if err != nil {
+		return loadgen.Summary{}, err
+	}
+	sum := res.Summarize(r.workload, b.cfg.conns)
+	sum.Label, sum.Server, sum.Round = r.id+" (settle)", s.name, round
+	return sum, ctx.Err()
 }
 
 // runCell runs row r's workload against s for d and returns its summary, with the server's CPU

@@ -247,7 +247,8 @@ func (b *bench) probe(ctx context.Context) error {
 	return nil
 }
 
-// builder returns the request builder of row r against s in a round (0: warm-up).
+// builder returns the request builder of row r against s in a round (0: warm-up; negative: the
+// settling run before round -round).
 func (b *bench) builder(r *row, s *server, round int) loadgen.Builder {
 	p := loadgen.Params{
 		Host: s.addr, Key: s.data.key, Tag: fmt.Sprintf("%s-%s-r%d", b.tag, s.column, round),
