@@ -34,6 +34,7 @@ check-generated: generate
 fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzListParams$$' -fuzztime $(FUZZTIME) ./rest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeNewPet$$' -fuzztime $(FUZZTIME) ./rest/
+	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./internal/jsonstr/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).

@@ -103,7 +103,7 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 	}
 	logs := observe.NewLogWriter(stderr, logFlushEvery)
 	defer logs.Close()
-	slog.SetDefault(slog.New(observe.NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel}))))
+	slog.SetDefault(slog.New(observe.NewJSONLogHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel})))
 	slog.InfoContext(ctx, "petstore "+name, "config", cfg)
 	return fn(cfg, fs)
 }

@@ -52,7 +52,7 @@ func benchMetrics(b *testing.B) *Metrics {
 }
 
 func benchLog(level slog.Level) *RequestLog {
-	return NewRequestLog(slog.New(NewLogHandler(slog.NewJSONHandler(io.Discard, &slog.HandlerOptions{Level: level}))))
+	return NewRequestLog(slog.New(NewJSONLogHandler(io.Discard, &slog.HandlerOptions{Level: level})))
 }
 
 // BenchmarkBare is the router alone: the baseline of the others.
@@ -64,6 +64,13 @@ func BenchmarkMetrics(b *testing.B) { benchServe(b, benchRouter(b, benchMetrics(
 // BenchmarkRequestLog adds RequestLog.Middleware writing JSON lines (to io.Discard).
 func BenchmarkRequestLog(b *testing.B) {
 	benchServe(b, benchRouter(b, benchLog(slog.LevelInfo).Middleware))
+}
+
+// BenchmarkRequestLogSlog is BenchmarkRequestLog with the lines written by slog's JSON
+// handler (NewLogHandler), as before NewJSONLogHandler.
+func BenchmarkRequestLogSlog(b *testing.B) {
+	rl := NewRequestLog(slog.New(NewLogHandler(slog.NewJSONHandler(io.Discard, nil))))
+	benchServe(b, benchRouter(b, rl.Middleware))
 }
 
 // BenchmarkRequestLogOff adds RequestLog.Middleware with its lines disabled by level: the

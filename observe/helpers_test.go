@@ -54,7 +54,7 @@ func newHarness(t *testing.T, level slog.Level, limit func(*Metrics) gin.Handler
 	}
 	logs := new(bytes.Buffer)
 	h := &harness{t: t, metrics: m, logs: logs,
-		log: slog.New(NewLogHandler(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: level})))}
+		log: slog.New(NewJSONLogHandler(logs, &slog.HandlerOptions{Level: level}))}
 	r := gin.New()
 	r.HandleMethodNotAllowed = true
 	r.Use(NewRequestLog(h.log).Middleware, m.Middleware)

@@ -4,11 +4,14 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"petstore/auth"
+	"petstore/internal/jsonstr"
 )
 
 // Bounds of the logged request line: a hostile client may send a path of up to the server's
@@ -51,22 +54,79 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 	if !log.Enabled(ctx, level) {
 		return
 	}
-	attrs := make([]slog.Attr, 0, 10)
-	attrs = append(attrs,
-		slog.String("method", truncate(r.Method, maxLoggedMethod)),
-		slog.String("route", routeLabel(route)),
-		slog.String("path", truncate(r.URL.EscapedPath(), maxLoggedPath)),
-		slog.Int("status", status),
-		slog.Float64("duration_ms", float64(d.Microseconds())/1000),
-		slog.Int("bytes", max(0, c.Writer.Size())),
-		slog.String(requestIDField, id),
-		slog.String("client", peer(r.RemoteAddr)),
-	)
-	if p := auth.FromContext(ctx); p != nil {
-		attrs = append(attrs, slog.Int64("key_id", p.KeyID))
+	line := requestLine{
+		method: truncate(r.Method, maxLoggedMethod), route: routeLabel(route),
+		path: truncate(r.URL.EscapedPath(), maxLoggedPath), status: status, duration: d,
+		bytes: max(0, c.Writer.Size()), id: id, client: peer(r.RemoteAddr),
 	}
-	log.LogAttrs(ctx, level, "request", attrs...)
+	if p := auth.FromContext(ctx); p != nil {
+		line.keyID = p.KeyID
+	}
+	if h, ok := log.Handler().(logHandler); ok && h.lines != nil {
+		bp := lineBuffers.Get().(*[]byte)
+		*bp = line.appendJSON((*bp)[:0], time.Now(), level)
+		_, _ = h.lines.Write(*bp)
+		lineBuffers.Put(bp)
+		return
+	}
+	log.LogAttrs(ctx, level, "request", line.attrs()...)
 }
+
+// requestLine is the content of a request's log line.
+type requestLine struct {
+	method, route, path, id, client string
+	status, bytes                   int
+	duration                        time.Duration
+	keyID                           int64 // 0: no key
+}
+
+// attrs returns the fields of l as slog attributes, in the order of appendJSON.
+func (l *requestLine) attrs() []slog.Attr {
+	attrs := make([]slog.Attr, 0, 9)
+	attrs = append(attrs,
+		slog.String("method", l.method),
+		slog.String("route", l.route),
+		slog.String("path", l.path),
+		slog.Int("status", l.status),
+		slog.Float64("duration_ms", l.durationMillis()),
+		slog.Int("bytes", l.bytes),
+		slog.String(requestIDField, l.id),
+		slog.String("client", l.client),
+	)
+	if l.keyID != 0 {
+		attrs = append(attrs, slog.Int64("key_id", l.keyID))
+	}
+	return attrs
+}
+
+// durationMillis is the duration in milliseconds, to the microsecond.
+func (l *requestLine) durationMillis() float64 { return float64(l.duration.Microseconds()) / 1000 }
+
+// appendJSON appends l as slog.JSONHandler writes a record of message "request" at t with the
+// fields of attrs, and a newline.
+func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte {
+	b = append(b, `{"time":"`...)
+	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = append(b, `","level":`...)
+	b = jsonstr.Append(b, level.String())
+	b = append(b, `,"msg":"request","method":`...)
+	b = jsonstr.Append(b, l.method)
+	b = jsonstr.Append(append(b, `,"route":`...), l.route)
+	b = jsonstr.Append(append(b, `,"path":`...), l.path)
+	b = strconv.AppendInt(append(b, `,"status":`...), int64(l.status), 10)
+	// slog writes floats as encoding/json does: 'f' formatting in this range.
+	b = strconv.AppendFloat(append(b, `,"duration_ms":`...), l.durationMillis(), 'f', -1, 64)
+	b = strconv.AppendInt(append(b, `,"bytes":`...), int64(l.bytes), 10)
+	b = jsonstr.Append(append(b, `,"`+requestIDField+`":`...), l.id)
+	b = jsonstr.Append(append(b, `,"client":`...), l.client)
+	if l.keyID != 0 {
+		b = strconv.AppendInt(append(b, `,"key_id":`...), l.keyID, 10)
+	}
+	return append(b, "}\n"...)
+}
+
+// lineBuffers holds the buffers request lines are written in.
+var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
 // logger returns the logger of rl.
 func (rl *RequestLog) logger() *slog.Logger {

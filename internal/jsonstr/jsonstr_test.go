@@ -1,0 +1,22 @@
+package jsonstr
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+// FuzzAppend checks that Append writes every string as json.Marshal does, byte for byte.
+func FuzzAppend(f *testing.F) {
+	for _, s := range []string{"", "Rex", `"q" \b`, "<a&b>", "\x00\x1f\x7f", "\u2028\u2029", "\xff\xfe", "🐶 é", "a\xc3"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		want, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := Append([]byte("x"), s); string(got) != "x"+string(want) {
+			t.Errorf("Append(%q): got %s; want x%s", s, got, want)
+		}
+	})
+}
