@@ -60,17 +60,18 @@ func listParams(rawQuery string) (listQuery, error) {
 }
 
 // nextLink returns the Link header value of the page that follows the one lq asked for,
-// which ended at the cursor end.
+// which ended at the cursor end: its query is what url.Values.Encode writes (keys sorted,
+// values escaped), written without the map.
 func (lq listQuery) nextLink(end string) string {
-	q := url.Values{}
+	b := make([]byte, 0, 48+len(end))
+	b = append(append(b, "</v1/pets?after="...), url.QueryEscape(end)...)
 	if lq.limit != nil {
-		q.Set("limit", strconv.Itoa(*lq.limit))
+		b = strconv.AppendInt(append(b, "&limit="...), int64(*lq.limit), 10)
 	}
 	if lq.status != nil {
-		q.Set("status", string(*lq.status))
+		b = append(append(b, "&status="...), url.QueryEscape(string(*lq.status))...)
 	}
-	q.Set("after", end)
-	return "</v1/pets?" + q.Encode() + `>; rel="next"`
+	return string(append(b, `>; rel="next"`...))
 }
 
 // single returns the one value of the query parameter name, or nil when it is absent.
