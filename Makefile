@@ -42,19 +42,19 @@ playground-assets:
 	playground/update-assets.sh
 
 # Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
-# (bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
+# (tools/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
 bench:
-	$(GO) run ./bench/cmd $(BENCHFLAGS)
+	$(GO) run ./tools/bench/cmd $(BENCHFLAGS)
 
 # Every workload for 2 s on 1,000 rows (CI): only failed or non-2xx requests fail it.
 bench-smoke:
-	$(GO) run ./bench/cmd -smoke $(BENCHFLAGS)
+	$(GO) run ./tools/bench/cmd -smoke $(BENCHFLAGS)
 
 # Load and soak test (not part of `make test`): about 3-5 minutes against MySQL and Redis,
 # with a real MariaDB restart in the middle, so MySQL tests running meanwhile will fail.
 soak:
-	$(GO) run ./soak
+	$(GO) run ./tools/soak
 
 # The same for 20 s with a 2 s outage.
 soak-smoke:
-	$(GO) run ./soak -smoke
+	$(GO) run ./tools/soak -smoke

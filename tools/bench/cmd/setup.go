@@ -56,7 +56,7 @@ func repoRoot() (string, error) {
 // build compiles the service and the two comparison servers into dir.
 func build(ctx context.Context, root, dir string, log io.Writer) (bins map[string]string, err error) {
 	bins = map[string]string{}
-	for name, pkg := range map[string]string{"service": ".", "direct": "./bench/direct", "raw": "./bench/raw"} {
+	for name, pkg := range map[string]string{"service": ".", "direct": "./tools/bench/direct", "raw": "./tools/bench/raw"} {
 		bins[name] = filepath.Join(dir, name)
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", bins[name], pkg)
 		cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log

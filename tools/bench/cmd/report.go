@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"petstore/bench/internal/loadgen"
+	"petstore/tools/bench/internal/loadgen"
 )
 
 // cellStats are the medians across rounds of one row against one server.

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"petstore/bench/internal/loadgen"
+	"petstore/tools/bench/internal/loadgen"
 )
 
 // results are what the rounds measured.

@@ -23,7 +23,7 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/auth"
-	"petstore/bench/internal/benchsrv"
+	"petstore/tools/bench/internal/benchsrv"
 	"petstore/migrations"
 	"petstore/ratelimit"
 	"petstore/store"

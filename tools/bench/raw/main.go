@@ -18,7 +18,7 @@ import (
 	"syscall"
 
 	"petstore/auth"
-	"petstore/bench/internal/benchsrv"
+	"petstore/tools/bench/internal/benchsrv"
 	"petstore/store"
 )
 

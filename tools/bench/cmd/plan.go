@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"petstore/bench/internal/loadgen"
+	"petstore/tools/bench/internal/loadgen"
 )
 
 // The rows of the table, in the order each round runs them. POST runs last in a round: it

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/bench/internal/loadgen"
+	"petstore/tools/bench/internal/loadgen"
 )
 
 func main() {
