@@ -10,7 +10,7 @@ import (
 )
 
 // marshalList marshals the elements of a list field: `make generate` points the generated
-// list marshallers here (a sed line in the Makefile), in place of gqlgen's
+// list marshallers here (tools/gqlgen), in place of gqlgen's
 // MarshalSliceConcurrently. A list of pets whose selection is flat takes marshalFlatPets;
 // every other list is marshalled element by element by marshalSlice.
 func marshalList[T any](ec *executionContext, ctx context.Context, sel ast.SelectionSet, v []T, marshalElement func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {
