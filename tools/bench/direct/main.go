@@ -23,10 +23,10 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/auth"
-	"petstore/tools/bench/internal/benchsrv"
 	"petstore/migrations"
 	"petstore/ratelimit"
 	"petstore/store"
+	"petstore/tools/bench/internal/benchsrv"
 )
 
 func main() {

@@ -18,8 +18,8 @@ import (
 	"syscall"
 
 	"petstore/auth"
-	"petstore/tools/bench/internal/benchsrv"
 	"petstore/store"
+	"petstore/tools/bench/internal/benchsrv"
 )
 
 func main() {
