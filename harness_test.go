@@ -33,7 +33,12 @@ func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 
 func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 	t.Helper()
-	cfg := config.Default()
+	return newTestAPIConfig(t, db, config.Default())
+}
+
+// newTestAPIConfig is newTestAPI with the settings of cfg.
+func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
+	t.Helper()
 	h, err := newHandler(cfg, db, nil)
 	if err != nil {
 		t.Fatal(err)

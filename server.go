@@ -271,8 +271,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 	if rdb != nil {
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
-	resolver := graph.NewResolver(db.DB)
-	resolver.QueryTimeout = cfg.DBTimeout
+	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
 	return rest.Deps{
 		Resolver:   resolver,

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"petstore/apierr"
 	"petstore/models"
+	"petstore/store"
 
 	"gorm.io/gorm"
 )
@@ -20,9 +21,13 @@ func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (
 		return nil, err
 	}
 	pet := input.Pet()
-	db, cancel := r.conn(ctx)
+	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
-	if err := db.Create(&pet).Error; err != nil {
+	res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, createPetSQL, pet.Name, pet.CategoryID, pet.Status)
+	if err != nil {
+		return nil, storeError(err)
+	}
+	if pet.ID, err = res.LastInsertId(); err != nil {
 		return nil, storeError(err)
 	}
 	return &pet, nil

@@ -14,8 +14,8 @@ import (
 
 // MySQL server errors that say the server is overloaded or gave up, not that the statement
 // was wrong: too many connections, lock wait timeout, deadlock, query interrupted, query
-// execution time exceeded.
-var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true}
+// execution time exceeded (MySQL's MAX_EXECUTION_TIME, MariaDB's max_statement_time).
+var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true, 1969: true}
 
 // SQLite result codes that say the database is busy: SQLITE_BUSY and SQLITE_LOCKED.
 const (
