@@ -76,10 +76,8 @@ func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
 		return
 	}
 	start := graphql.Now()
-	params := &graphql.RawParams{}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(params); err != nil {
+	params, err := decodeParams(body)
+	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("the body must be a JSON object with a string query: %v", err)}))
 		return
@@ -94,6 +92,15 @@ func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
 	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	writeResponse(w, responses(ctx))
+}
+
+// decodeParams reads the body of a POST: a JSON object with query, operationName, variables
+// and extensions, numbers kept as json.Number.
+func decodeParams(body []byte) (*graphql.RawParams, error) {
+	params := &graphql.RawParams{}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	return params, dec.Decode(params)
 }
 
 // writeResponse writes resp as JSON, as json.Marshal writes it. An answer with data and
