@@ -34,6 +34,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzListParams$$' -fuzztime $(FUZZTIME) ./rest/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeNewPet$$' -fuzztime $(FUZZTIME) ./rest/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./internal/jsonstr/
+	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsonbody/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).

@@ -9,6 +9,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"petstore/apierr"
+	"petstore/internal/jsonbody"
 )
 
 // The media types of a GraphQL response.
@@ -64,7 +66,30 @@ func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		doPost(sw, r, &specExecutor{GraphExecutor: exec, w: sw})
 		return
 	}
+	if apiErr := checkGetParams(r.URL.Query()); apiErr != nil {
+		writeRequestError(w, media, apiErr)
+		return
+	}
 	t.get[media].Do(sw, r, &specExecutor{GraphExecutor: exec, w: sw, queriesOnly: true})
+}
+
+// checkGetParams reads the parameters of a GET as decodeParams reads a POST's body: each at
+// most once (gqlgen's transport would run the first), and the JSON of variables and extensions
+// as jsonbody.Check reads it.
+func checkGetParams(q url.Values) *apierr.Error {
+	for _, name := range []string{"query", "operationName", "variables", "extensions"} {
+		if len(q[name]) > 1 {
+			return apierr.Invalid("the %s parameter must be given at most once", name)
+		}
+	}
+	for _, name := range []string{"variables", "extensions"} {
+		if text := q.Get(name); text != "" {
+			if err := jsonbody.Check("the "+name+" parameter", []byte(text)); err != nil {
+				return apierr.From(err)
+			}
+		}
+	}
+	return nil
 }
 
 // doPost runs the operation of a POST, as gqlgen's transport.POST does.
@@ -76,12 +101,10 @@ func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
 		return
 	}
 	start := graphql.Now()
-	params := &graphql.RawParams{}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if err := dec.Decode(params); err != nil {
+	params, err := decodeParams(body)
+	if err != nil {
 		w.WriteHeader(http.StatusBadRequest)
-		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{gqlerror.Errorf("the body must be a JSON object with a string query: %v", err)}))
+		writeResponse(w, exec.DispatchError(ctx, gqlerror.List{{Message: apierr.From(err).Message}}))
 		return
 	}
 	params.Headers = r.Header
@@ -94,6 +117,26 @@ func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
 	}
 	responses, ctx := exec.DispatchOperation(ctx, opCtx)
 	writeResponse(w, responses(ctx))
+}
+
+// postBody is the body of a POST: its four members, by their exact names.
+type postBody struct {
+	Query         string         `json:"query"`
+	OperationName string         `json:"operationName"`
+	Variables     map[string]any `json:"variables"`
+	Extensions    map[string]any `json:"extensions"`
+}
+
+// decodeParams reads the body of a POST as jsonbody.Decode reads every body: a repeated
+// member (a second "query", a variable given twice), "QUERY" for "query" or invalid UTF-8 is
+// refused or ignored, never guessed at. Numbers in variables and extensions are kept as
+// json.Number, as gqlgen's transports keep them.
+func decodeParams(body []byte) (*graphql.RawParams, error) {
+	var in postBody
+	if err := jsonbody.Decode(body, &in); err != nil {
+		return nil, err
+	}
+	return &graphql.RawParams{Query: in.Query, OperationName: in.OperationName, Variables: in.Variables, Extensions: in.Extensions}, nil
 }
 
 // writeResponse writes resp as JSON, as json.Marshal writes it. An answer with data and

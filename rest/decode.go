@@ -1,18 +1,18 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"io"
 	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
-	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
 
 	"petstore/apierr"
 	"petstore/graph"
+	"petstore/internal/jsonbody"
 	"petstore/models"
 )
 
@@ -90,24 +90,22 @@ func single(q url.Values, name string) (*string, error) {
 // are taken.
 type newPetBody struct {
 	Name       *string           `json:"name"`
-	CategoryID json.RawMessage   `json:"categoryId"`
+	CategoryID jsontext.Value    `json:"categoryId"`
 	Status     *models.PetStatus `json:"status"`
 }
 
 // decodeNewPet reads the body of POST /v1/pets: a JSON object of at most MaxBody bytes, sent
-// as application/json. Unknown fields, and a client-sent id, are ignored. The rules on the
-// values themselves are the resolver's.
+// as application/json and read as jsonbody.Decode reads every body. Unknown members (and
+// "Name", "NAME": member names are exact), and a client-sent id, are ignored. The rules on
+// the values themselves are the resolver's.
 func decodeNewPet(r *http.Request) (models.NewPet, error) {
 	body, err := readJSON(r)
 	if err != nil {
 		return models.NewPet{}, err
 	}
-	if name := duplicateKey(body); name != "" {
-		return models.NewPet{}, apierr.Invalid("the request body has the member %q twice", name)
-	}
 	var in newPetBody
-	if err := json.Unmarshal(body, &in); err != nil {
-		return models.NewPet{}, jsonError(err)
+	if err := jsonbody.Decode(body, &in); err != nil {
+		return models.NewPet{}, err
 	}
 	pet := models.NewPet{Status: in.Status}
 	if in.Name != nil {
@@ -123,7 +121,7 @@ func decodeNewPet(r *http.Request) (models.NewPet, error) {
 	return pet, nil
 }
 
-// readJSON reads a request body that must be one JSON object sent as application/json.
+// readJSON reads a request body sent as application/json.
 func readJSON(r *http.Request) ([]byte, error) {
 	mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type"))
 	if err != nil || mt != "application/json" {
@@ -136,31 +134,7 @@ func readJSON(r *http.Request) ([]byte, error) {
 	if err != nil {
 		return nil, apierr.Invalid("the request body could not be read")
 	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	switch {
-	case len(trimmed) == 0:
-		return nil, apierr.Invalid("a request body is required: a JSON object")
-	case !utf8.Valid(trimmed):
-		return nil, apierr.Invalid("the request body is not valid UTF-8")
-	case !json.Valid(trimmed):
-		return nil, apierr.Invalid("the request body is not valid JSON")
-	case trimmed[0] != '{':
-		return nil, apierr.Invalid("the request body must be a JSON object")
-	}
-	return trimmed, nil
+	return body, nil
 }
 
 var errTooLarge = apierr.New(apierr.PayloadTooLarge, "the request body must be at most %d bytes (1 MiB)", MaxBody)
-
-// jsonError explains why a well-formed JSON object does not fit NewPet.
-func jsonError(err error) error {
-	var apiErr *apierr.Error
-	var typeErr *json.UnmarshalTypeError
-	switch {
-	case errors.As(err, &apiErr):
-		return apiErr
-	case errors.As(err, &typeErr) && typeErr.Field != "":
-		return apierr.Invalid("%s must be a JSON %s; got a JSON %s", typeErr.Field, typeErr.Type, typeErr.Value)
-	}
-	return apierr.Invalid("the request body does not fit NewPet: %v", err)
-}

@@ -1,10 +1,6 @@
 package rest
 
 import (
-	"bytes"
-	"encoding/json"
-	"io"
-
 	"github.com/gin-gonic/gin"
 
 	"petstore/apierr"
@@ -35,31 +31,4 @@ func limitRequest(c *gin.Context) {
 	if fields > MaxHeaderFields || size > MaxHeaderBytes {
 		writeError(c, apierr.Invalid("request headers must be at most %d fields and %d bytes", MaxHeaderFields, MaxHeaderBytes))
 	}
-}
-
-// duplicateKey returns the first member name that appears twice at the top level of the JSON
-// object body, or "" when none does. Go's decoder would silently keep the last value; a client
-// that sends two must be told rather than guessed at.
-func duplicateKey(body []byte) string {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	if _, err := dec.Token(); err != nil { // the opening {
-		return ""
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		name, ok := tok.(string)
-		if err != nil || !ok {
-			return ""
-		}
-		if seen[name] {
-			return name
-		}
-		seen[name] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil && err != io.EOF {
-			return ""
-		}
-	}
-	return ""
 }
