@@ -42,9 +42,12 @@ func TestOneBudgetForRESTAndGraphQL(t *testing.T) {
 }
 
 // TestUnauthenticatedTrafficIsLimitedByAddress checks that requests without a valid key are
-// limited per client address and leave the key's budget alone.
+// limited per client address and leave the budget of a key in use at that address alone.
 func TestUnauthenticatedTrafficIsLimitedByAddress(t *testing.T) {
 	api := newTestAPI(t, dbtestSQLite(t))
+	if resp := api.do(t, get("/v1/pets")); resp.status != 200 {
+		t.Fatalf("the key before guesses: got %d; want 200", resp.status)
+	}
 	anon := api.cfg.RateLimit.AnonymousPerMinute
 	for i := range anon + 1 {
 		req := get("/v1/pets")
@@ -59,8 +62,9 @@ func TestUnauthenticatedTrafficIsLimitedByAddress(t *testing.T) {
 		}
 	}
 	resp := api.do(t, get("/v1/pets"))
-	if resp.status != 200 || resp.header.Get("X-RateLimit-Limit") != "1000" {
-		t.Errorf("the key after guesses: got %d with limit %q; want 200 and its own budget", resp.status, resp.header.Get("X-RateLimit-Limit"))
+	if resp.status != 200 || resp.header.Get("X-RateLimit-Limit") != "1000" || resp.header.Get("X-RateLimit-Remaining") != "998" {
+		t.Errorf("the key after guesses: got %d with limit %q, remaining %q; want 200 and its own budget, 998 left",
+			resp.status, resp.header.Get("X-RateLimit-Limit"), resp.header.Get("X-RateLimit-Remaining"))
 	}
 }
 

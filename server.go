@@ -280,7 +280,8 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Identify:   authn.Identify,
-		Limit:      limiter.Middleware,
+		Lookup:     authn.Lookup,
+		Limit:      limiter,
 		Idempotent: idem.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,

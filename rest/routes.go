@@ -25,12 +25,22 @@ type Deps struct {
 	GraphQL    http.Handler                // the GraphQL handler, served at /v1/graphql
 	OpenAPI    []byte                      // the OpenAPI document, served at /v1/openapi.json
 	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
-	Identify   gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
-	Limit      gin.HandlerFunc             // rate limiter; nil for none
+	Identify   gin.HandlerFunc             // identifies the caller's key; leaves a key not found valid before for Lookup (auth.Authenticator.Identify)
+	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
+	Limit      Limiter                     // rate limiter; nil for none
 	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
+}
+
+// Limiter is the rate limiter as the router places it (ratelimit.Limiter).
+type Limiter interface {
+	// Gate refuses, before the key table is read for an uncached key, a client address over
+	// its budget.
+	Gate(c *gin.Context)
+	// Middleware charges the request to its key or its address and sets the rate-limit headers.
+	Middleware(c *gin.Context)
 }
 
 // NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground),
@@ -67,13 +77,9 @@ func NewRouter(d Deps) *gin.Engine {
 		v1.GET("/playground/assets/*asset", gin.WrapH(d.Playground))
 	}
 
-	// Every API route: identify the key, charge the budget, refuse oversized requests and the
-	// unidentified, bound the body.
-	chain := []gin.HandlerFunc{d.Identify}
-	if d.Limit != nil {
-		chain = append(chain, d.Limit)
-	}
-	chain = append(chain, limitRequest, auth.Require, limitBody)
+	// Every API route: identify and charge, refuse oversized requests and the unidentified,
+	// bound the body.
+	chain := slices.Concat(identify(d), []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
 	api.GET("/pets", listPets(d.Resolver))
@@ -88,6 +94,24 @@ func NewRouter(d Deps) *gin.Engine {
 	api.GET("/graphql", gin.WrapH(d.GraphQL))
 	api.POST("/graphql", graphQLPost(d.GraphQL))
 	return r
+}
+
+// identify returns the middleware that identifies a /v1 request and charges it: the key from
+// the cache; for a key the cache does not hold, the limiter's gate (an address over its budget
+// is refused before the key table is read), then the read; then the charge to the key, or to
+// the client address when there is no valid key.
+func identify(d Deps) []gin.HandlerFunc {
+	chain := []gin.HandlerFunc{d.Identify}
+	if d.Limit != nil {
+		chain = append(chain, d.Limit.Gate)
+	}
+	if d.Lookup != nil {
+		chain = append(chain, d.Lookup)
+	}
+	if d.Limit != nil {
+		chain = append(chain, d.Limit.Middleware)
+	}
+	return chain
 }
 
 // limitBody refuses bodies over MaxBody: at once when Content-Length says so, else when the
