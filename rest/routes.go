@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -61,8 +62,11 @@ func NewRouter(d Deps) *gin.Engine {
 		r.Use(d.Metrics.Middleware)
 	}
 	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
-	r.NoRoute(notFound)
-	r.NoMethod(methodNotAllowed)
+	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
+	// they carry the rate-limit headers, but answered without requiring a key.
+	ident := identify(d)
+	r.NoRoute(append(underV1(ident), notFound)...)
+	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", ready(d.Ready))
@@ -79,7 +83,7 @@ func NewRouter(d Deps) *gin.Engine {
 
 	// Every API route: identify and charge, refuse oversized requests and the unidentified,
 	// bound the body.
-	chain := slices.Concat(identify(d), []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
+	chain := slices.Concat(ident, []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
 	api.GET("/pets", listPets(d.Resolver))
@@ -112,6 +116,19 @@ func identify(d Deps) []gin.HandlerFunc {
 		chain = append(chain, d.Limit.Middleware)
 	}
 	return chain
+}
+
+// underV1 returns handlers that run hs only for paths under /v1.
+func underV1(hs []gin.HandlerFunc) []gin.HandlerFunc {
+	out := make([]gin.HandlerFunc, len(hs))
+	for i, h := range hs {
+		out[i] = func(c *gin.Context) {
+			if p := c.Request.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") {
+				h(c)
+			}
+		}
+	}
+	return out
 }
 
 // limitBody refuses bodies over MaxBody: at once when Content-Length says so, else when the
