@@ -3,15 +3,18 @@ package main
 import (
 	"fmt"
 	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
+	"github.com/gin-gonic/gin"
 	"github.com/redis/go-redis/v9"
 
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/rest"
 	"petstore/store"
 )
 
@@ -122,4 +125,46 @@ func TestKnownKeysSkipTheGate(t *testing.T) {
 			t.Errorf("a valid key the server has never seen, from the address over budget: got %d statements; want 0", got)
 		}
 	})
+}
+
+// noGate is a rate limiter without its gate: the chain as it was before Limiter.Gate, for
+// comparison.
+type noGate struct{ rest.Limiter }
+
+func (noGate) Gate(*gin.Context) {}
+
+// BenchmarkGuessOverBudget measures a fresh well-formed key sent from an address over its
+// anonymous budget (429), on SQLite with the limiter in process: refused by the gate, and
+// without it (a key-table read first).
+func BenchmarkGuessOverBudget(b *testing.B) {
+	db := dbtest.New(b, "sqlite")
+	cfg := config.Default()
+	for _, gate := range []bool{true, false} {
+		b.Run(map[bool]string{true: "gate", false: "nogate"}[gate], func(b *testing.B) {
+			deps, err := newDeps(cfg, db, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if !gate {
+				deps.Limit = noGate{deps.Limit}
+			}
+			h := rest.NewRouter(deps)
+			send := func() int { // a fresh key every time, as a guesser sends
+				r := httptest.NewRequest(http.MethodGet, "/v1/pets", nil)
+				r.Header.Set("Authorization", "Bearer "+auth.NewKey(auth.TestPrefix))
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, r)
+				return rec.Code
+			}
+			for range cfg.RateLimit.AnonymousPerMinute {
+				send()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if code := send(); code != http.StatusTooManyRequests {
+					b.Fatalf("got %d; want 429", code)
+				}
+			}
+		})
+	}
 }
