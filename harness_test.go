@@ -43,15 +43,20 @@ func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := &testAPI{h: h, db: db, cfg: cfg}
+	api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 	api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
+	return api
+}
+
+// validator returns a validator of answers against the OpenAPI document that h serves.
+func validator(t testing.TB, h http.Handler) *apitest.Validator {
+	t.Helper()
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
 	if rec.Code != http.StatusOK {
 		t.Fatalf("GET /v1/openapi.json: got %d; want 200", rec.Code)
 	}
-	api.v = apitest.NewValidator(t, rec.Body.Bytes())
-	return api
+	return apitest.NewValidator(t, rec.Body.Bytes())
 }
 
 func (api *testAPI) createKey(t testing.TB, spec auth.KeySpec) string {

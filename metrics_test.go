@@ -31,7 +31,7 @@ func TestMetricsScrape(t *testing.T) {
 		`petstore_http_requests_total{method="GET",route="/v1/pets/:petId",status="404"} 1`,
 		`petstore_http_requests_total{method="GET",route="unmatched",status="404"} 1`,
 		`petstore_http_requests_total{method="GET",route="/v1/pets",status="401"} 1`,
-		`petstore_ratelimit_decisions_total{outcome="allowed",plan="business"} 3`,
+		`petstore_ratelimit_decisions_total{outcome="allowed",plan="business"} 4`, // the unknown path too
 		`petstore_ratelimit_decisions_total{outcome="allowed",plan="anonymous"} 1`,
 		`petstore_http_request_duration_seconds_bucket{method="GET",route="/v1/pets/:petId",status="200",le="+Inf"} 1`,
 		`go_sql_open_connections{db_name="petstore"}`,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -42,9 +43,12 @@ func TestOneBudgetForRESTAndGraphQL(t *testing.T) {
 }
 
 // TestUnauthenticatedTrafficIsLimitedByAddress checks that requests without a valid key are
-// limited per client address and leave the key's budget alone.
+// limited per client address and leave the budget of a key in use at that address alone.
 func TestUnauthenticatedTrafficIsLimitedByAddress(t *testing.T) {
 	api := newTestAPI(t, dbtestSQLite(t))
+	if resp := api.do(t, get("/v1/pets")); resp.status != 200 {
+		t.Fatalf("the key before guesses: got %d; want 200", resp.status)
+	}
 	anon := api.cfg.RateLimit.AnonymousPerMinute
 	for i := range anon + 1 {
 		req := get("/v1/pets")
@@ -59,8 +63,9 @@ func TestUnauthenticatedTrafficIsLimitedByAddress(t *testing.T) {
 		}
 	}
 	resp := api.do(t, get("/v1/pets"))
-	if resp.status != 200 || resp.header.Get("X-RateLimit-Limit") != "1000" {
-		t.Errorf("the key after guesses: got %d with limit %q; want 200 and its own budget", resp.status, resp.header.Get("X-RateLimit-Limit"))
+	if resp.status != 200 || resp.header.Get("X-RateLimit-Limit") != "1000" || resp.header.Get("X-RateLimit-Remaining") != "998" {
+		t.Errorf("the key after guesses: got %d with limit %q, remaining %q; want 200 and its own budget, 998 left",
+			resp.status, resp.header.Get("X-RateLimit-Limit"), resp.header.Get("X-RateLimit-Remaining"))
 	}
 }
 
@@ -110,4 +115,63 @@ func newInstance(t testing.TB, cfg config.Config, db *store.DB, rdb *redis.Clien
 		t.Fatal(err)
 	}
 	return h
+}
+
+// TestUnmatchedV1AnswersAreCharged checks that the 404 of an unknown path and the 405 of another
+// method under /v1 are API answers like any other: charged to the key, or to the client address
+// without one, and carrying the rate-limit headers; paths outside /v1 carry none.
+func TestUnmatchedV1AnswersAreCharged(t *testing.T) {
+	api := newTestAPI(t, dbtestSQLite(t))
+	headers := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
+	for i, tc := range []struct {
+		req    request
+		status int
+	}{
+		{get("/v1/no/such/path"), http.StatusNotFound},
+		{get("/v1"), http.StatusNotFound},
+		{get("/v1/pets/"), http.StatusNotFound},
+		{request{method: http.MethodDelete, path: "/v1/pets"}, http.StatusMethodNotAllowed},
+		{request{method: http.MethodPut, path: "/v1/graphql"}, http.StatusMethodNotAllowed},
+		{request{method: http.MethodPost, path: "/v1/openapi.json"}, http.StatusMethodNotAllowed},
+	} {
+		for _, keyed := range []bool{true, false} {
+			req := tc.req
+			req.noAuth = !keyed
+			req.remoteAddr = fmt.Sprintf("198.51.100.%d:4000", 2*i+1)
+			resp := api.do(t, req)
+			first := resp.header.Clone()
+			resp = api.do(t, req)
+			if resp.status != tc.status {
+				t.Fatalf("%s %s (key %v): got %d %s; want %d", req.method, req.path, keyed, resp.status, resp.body, tc.status)
+			}
+			for _, h := range headers {
+				if resp.header.Get(h) == "" {
+					t.Errorf("%s %s (key %v): no %s", req.method, req.path, keyed, h)
+				}
+			}
+			limit, want := "1000", "998" // the business key's minute, twice charged
+			if !keyed {
+				limit, want = "20", "18" // the address's anonymous minute
+			}
+			if got := resp.header.Get("X-RateLimit-Limit"); got != limit {
+				t.Errorf("%s %s (key %v) X-RateLimit-Limit: got %q; want %q", req.method, req.path, keyed, got, limit)
+			}
+			if got := resp.header.Get("X-RateLimit-Remaining"); got != want {
+				t.Errorf("%s %s (key %v) X-RateLimit-Remaining: got %q after %q; want %q", req.method, req.path, keyed,
+					got, first.Get("X-RateLimit-Remaining"), want)
+			}
+			if keyed {
+				api.key = api.createKey(t, auth.KeySpec{Plan: "business"}) // a fresh budget for the next case
+			}
+		}
+	}
+	for _, req := range []request{get("/no/such/path"), {method: http.MethodPost, path: "/healthz"}, get("/v10/pets")} {
+		req.noAuth = true
+		resp := api.do(t, req)
+		for _, h := range headers {
+			if v := resp.header.Get(h); v != "" {
+				t.Errorf("%s %s (outside /v1): got %s %q; want none", req.method, req.path, h, v)
+			}
+		}
+	}
 }

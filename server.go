@@ -30,6 +30,7 @@ import (
 	"petstore/playground"
 	"petstore/ratelimit"
 	"petstore/rest"
+	"petstore/secret"
 	"petstore/store"
 )
 
@@ -218,6 +219,11 @@ func openRedis(url string) (*redis.Client, error) {
 	if url == "" {
 		return nil, nil
 	}
+	if _, err := secret.ParseURL(url); err != nil {
+		return nil, fmt.Errorf("PETSTORE_REDIS_URL %w", err)
+	}
+	// Past secret.ParseURL the password is where go-redis expects it, and its errors quote only
+	// the scheme, the database number or option names.
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		return nil, fmt.Errorf("PETSTORE_REDIS_URL: %w", err)
@@ -279,7 +285,8 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Identify:   authn.Identify,
-		Limit:      limiter.Middleware,
+		Lookup:     authn.Lookup,
+		Limit:      limiter,
 		Idempotent: idem.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,

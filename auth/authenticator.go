@@ -56,30 +56,62 @@ func NewAuthenticator(db *gorm.DB, prefix string, ttl time.Duration) *Authentica
 // unauthorized *apierr.Error for a missing, malformed, unknown or revoked key (the last three
 // alike), and an unavailable one when the key table cannot be read.
 func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Principal, error) {
+	hash, p, err := a.cached(header)
+	if hash == "" {
+		return p, err
+	}
+	return a.lookup(ctx, hash)
+}
+
+// cached settles header without a database read when it can: it returns the principal, or the
+// error, of a missing or malformed key or of one whose lookup is cached. For a well-formed key
+// whose lookup is not cached, it returns the key's hash instead, for lookup.
+func (a *Authenticator) cached(header string) (hash string, p *Principal, err error) {
 	key, err := bearerKey(header)
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if !WellFormed(key, a.prefix) {
-		return nil, errInvalidKey
+		return "", nil, errInvalidKey
 	}
-	hash := Hash(key)
-	now := a.now()
+	hash = Hash(key)
 	a.mu.RLock()
 	e, ok := a.entries[hash]
 	a.mu.RUnlock()
-	if !ok || now.After(e.expires) {
-		v, err, _ := a.flight.Do(hash, func() (any, error) {
-			// Shared by every caller waiting on this key: not cancelled with the first one.
-			ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
-			defer cancel()
-			return a.load(ctx, hash, now)
-		})
-		if err != nil {
-			return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
-		}
-		e = v.(cacheEntry)
+	if !ok || a.now().After(e.expires) {
+		return hash, nil, nil
 	}
+	p, err = e.answer()
+	return "", p, err
+}
+
+// knownValid reports whether the key with hash was valid at its last lookup, now expired: not a
+// guess, since only a holder of a valid key can send it.
+func (a *Authenticator) knownValid(hash string) bool {
+	a.mu.RLock()
+	e, ok := a.entries[hash]
+	a.mu.RUnlock()
+	return ok && e.principal != nil
+}
+
+// lookup reads the key with hash from the key table, once for every caller waiting on it, and
+// caches the answer.
+func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, error) {
+	now := a.now()
+	v, err, _ := a.flight.Do(hash, func() (any, error) {
+		// Shared by every caller waiting on this key: not cancelled with the first one.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		defer cancel()
+		return a.load(ctx, hash, now)
+	})
+	if err != nil {
+		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+	}
+	return v.(cacheEntry).answer()
+}
+
+// answer returns the principal of e, or the error of an unknown or revoked key.
+func (e cacheEntry) answer() (*Principal, error) {
 	if e.principal == nil {
 		return nil, errInvalidKey
 	}

@@ -6,16 +6,56 @@ import (
 	"petstore/apierr"
 )
 
-// failureKey is the gin context key under which Identify leaves the reason a request has no
-// principal, for Require to answer with.
-const failureKey = "auth.failure"
+// The gin context keys under which Identify leaves the reason a request has no principal, for
+// Require to answer with, and the hash of a key it left for Lookup to read.
+const (
+	failureKey = "auth.failure"
+	pendingKey = "auth.pending"
+)
 
-// Identify is the middleware that authenticates the request's bearer key. A valid key puts its
-// Principal in the request context (read with FromContext); otherwise the request goes on
-// without one, so that the rate limiter can count it by client address, and Require answers it.
+// Identify is the middleware that identifies the request's bearer key. A key whose lookup is
+// cached puts its Principal in the request context (read with FromContext); a missing,
+// malformed or cached unknown key leaves the request without one, so that the rate limiter
+// counts it by client address, and Require answers it. A key that was valid when its expired
+// lookup was made is read again at once. Any other well-formed key, one this server has not
+// found valid, is left for Lookup (Pending reports it), so that the rate limiter can refuse an
+// address over its budget before the key table is read for a guess.
 func (a *Authenticator) Identify(c *gin.Context) {
-	p, err := a.Authenticate(c.Request.Context(), c.GetHeader("Authorization"))
-	if err != nil {
+	hash, p, err := a.cached(c.GetHeader("Authorization"))
+	switch {
+	case hash == "":
+		settle(c, p, err)
+	case a.knownValid(hash):
+		p, err = a.lookup(c.Request.Context(), hash)
+		settle(c, p, err)
+	default:
+		c.Set(pendingKey, hash)
+	}
+}
+
+// Lookup is the middleware that reads the key table for the key Identify left pending, if any,
+// and identifies the request as Identify does: a valid key puts its Principal in the context;
+// an unknown or revoked key, or a key table that cannot be read, leaves the reason for Require.
+func (a *Authenticator) Lookup(c *gin.Context) {
+	hash, _ := c.Value(pendingKey).(string)
+	if hash == "" {
+		return
+	}
+	c.Delete(pendingKey)
+	p, err := a.lookup(c.Request.Context(), hash)
+	settle(c, p, err)
+}
+
+// Pending reports whether Identify left the request's key for Lookup to read: a well-formed key
+// whose lookup is not cached.
+func Pending(c *gin.Context) bool {
+	hash, _ := c.Value(pendingKey).(string)
+	return hash != ""
+}
+
+// settle puts p in the request context, or leaves err for Require when p is nil.
+func settle(c *gin.Context, p *Principal, err error) {
+	if p == nil {
 		c.Set(failureKey, err)
 		return
 	}

@@ -8,13 +8,13 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"strings"
 	"time"
 
 	"petstore/auth"
 	"petstore/graph"
 	"petstore/ratelimit"
+	"petstore/secret"
 	"petstore/store"
 )
 
@@ -158,6 +158,20 @@ func (c Config) Validate() error {
 	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
 		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
 	}
+	return c.validateAddresses()
+}
+
+// validateAddresses checks that the addresses that may carry a password parse with it in its
+// place; the error never quotes them.
+func (c Config) validateAddresses() error {
+	for _, a := range []struct{ name, address string }{{"PETSTORE_DB", c.DB}, {"PETSTORE_REDIS_URL", c.RedisURL}} {
+		if !strings.Contains(a.address, "://") {
+			continue // empty, or sqlite:PATH
+		}
+		if _, err := secret.ParseURL(a.address); err != nil {
+			return fmt.Errorf("%s %w", a.name, err)
+		}
+	}
 	return nil
 }
 
@@ -167,21 +181,9 @@ func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
 // LogValue logs the settings with passwords masked.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("db", Mask(c.DB)), slog.String("redis", Mask(c.RedisURL)),
+		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.String("redis", secret.Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
 		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
 	)
-}
-
-// Mask returns an address with its password, if any, replaced by ***.
-func Mask(address string) string {
-	u, err := url.Parse(address)
-	if err != nil || u.User == nil {
-		return address
-	}
-	if _, ok := u.User.Password(); !ok {
-		return address
-	}
-	return strings.Replace(address, u.User.String()+"@", url.User(u.User.Username()).String()+":***@", 1)
 }

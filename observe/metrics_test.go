@@ -185,6 +185,10 @@ func (downStore) Take(context.Context, ratelimit.Subject, ratelimit.Policy) (rat
 	return ratelimit.Decision{}, errors.New("dial tcp 127.0.0.1:6379: connection refused")
 }
 
+func (s downStore) Check(ctx context.Context, subj ratelimit.Subject, p ratelimit.Policy) (ratelimit.Decision, error) {
+	return s.Take(ctx, subj, p)
+}
+
 func TestStoreErrorMetric(t *testing.T) {
 	h := newHarness(t, slog.LevelInfo, limiter(t, downStore{}))
 	for range 3 {

@@ -18,11 +18,12 @@ type state struct {
 	su, sl int64 // end and level of the latest suspension (su zero: never suspended)
 }
 
-// rules is a Policy in milliseconds.
+// rules is a Policy in milliseconds, and whether an admitted request is charged.
 type rules struct {
 	perMinute, perDay            int64
 	after, window, base, ceiling int64
 	memory                       int64
+	check                        bool // Store.Check: an admitted request is not charged
 }
 
 func rulesOf(p Policy) rules {
@@ -34,6 +35,13 @@ func rulesOf(p Policy) rules {
 	}
 }
 
+// checkRulesOf returns the rules of Store.Check under p.
+func checkRulesOf(p Policy) rules {
+	r := rulesOf(p)
+	r.check = true
+	return r
+}
+
 // raw is a decision as both stores compute it: the outcome, the clock, the window counts and,
 // when rejected, the moment a retry is admitted.
 type raw struct {
@@ -41,12 +49,16 @@ type raw struct {
 	now, mc, dc, retryAt int64
 }
 
-// take decides one request at now, updating st. It reports whether st changed.
+// take decides one request at now, updating st. It reports whether st changed. Under check
+// rules an admitted request is not charged; a rejection is counted all the same.
 func (st *state) take(now int64, r rules) (raw, bool) {
 	mi, di := now/minuteMS, now/dayMS
 	mc, dc := current(st.mw, mi, st.mc), current(st.dw, di, st.dc)
 	if st.su > now {
 		return raw{Suspended, now, mc, dc, max(st.su, blockedUntil(mi, di, mc, dc, r))}, false
+	}
+	if mc < r.perMinute && dc < r.perDay && r.check {
+		return raw{Allowed, now, mc, dc, 0}, false
 	}
 	if mc < r.perMinute && dc < r.perDay {
 		st.mw, st.mc, st.dw, st.dc = mi, mc+1, di, dc+1

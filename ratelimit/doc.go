@@ -64,6 +64,11 @@
 // IPv4-mapped IPv6 addresses count as IPv4. An unparsable RemoteAddr falls into one shared
 // "unknown" bucket. Gin's own ClientIP (and its trusted-proxy settings) is not used.
 //
+// Limiter.Gate guards the key table: for a request whose key auth must read from the database
+// (auth.Pending), it checks the client address with Store.Check, which decides as Take does but
+// charges nothing when it admits, and answers the address's 429 when the address has no room,
+// so that no key is read for an address over its budget.
+//
 // # Store failures
 //
 // When the store fails (Redis unreachable), Config.FailOpen decides: fail open (the default)

@@ -64,10 +64,10 @@ func New(cfg Config, store Store) (*Limiter, error) {
 }
 
 // Middleware is the gin.HandlerFunc of the limiter, to be placed after the middleware that
-// identifies the key (auth.Identify) and before the one that requires it. It charges the
-// request to its key, or to its client address when it has no principal, sets the rate-limit
-// headers (before the handler runs, so that every response carries them), and answers 429
-// rate_limited or key_suspended itself when the request is rejected.
+// identifies the key (auth.Identify, then Gate and auth.Lookup) and before the one that requires
+// it. It charges the request to its key, or to its client address when it has no principal,
+// sets the rate-limit headers (before the handler runs, so that every response carries them),
+// and answers 429 rate_limited or key_suspended itself when the request is rejected.
 func (l *Limiter) Middleware(c *gin.Context) {
 	r := c.Request
 	subj, p := l.subject(r)
@@ -80,14 +80,43 @@ func (l *Limiter) Middleware(c *gin.Context) {
 	if l.observe != nil {
 		l.observe(d.Outcome, planName(r))
 	}
-	setHeaders(c.Writer.Header(), d)
-	if d.Outcome == Allowed {
-		c.Next()
+	if d.Outcome != Allowed {
+		l.reject(c, subj, d)
 		return
 	}
+	setHeaders(c.Writer.Header(), d)
+	c.Next()
+}
+
+// Gate is the gin.HandlerFunc that guards the key table, to be placed between auth.Identify
+// and auth.Lookup. For a request whose key must be read from the table (auth.Pending), it
+// checks without charging that the client address has room in its anonymous budget and is not
+// suspended; if not, it answers the 429 the address gets (its headers, Retry-After, and a
+// rejection counted toward its suspension as Middleware counts one), and the key is never
+// read. Other requests pass untouched. Middleware then charges the key when it is valid, the
+// address otherwise. A store failure lets the request on: Middleware applies the failure policy.
+func (l *Limiter) Gate(c *gin.Context) {
+	if !auth.Pending(c) {
+		return
+	}
+	r := c.Request
+	subj := AddrSubject(l.proxies.clientAddr(r))
+	d, err := l.store.Check(r.Context(), subj, l.anon)
+	if err != nil || d.Outcome == Allowed {
+		return
+	}
+	if l.observe != nil {
+		l.observe(d.Outcome, AnonymousPlan)
+	}
+	l.reject(c, subj, d)
+}
+
+// reject answers the rejected request of subj: 429 with the headers of d and Retry-After.
+func (l *Limiter) reject(c *gin.Context, subj Subject, d Decision) {
+	setHeaders(c.Writer.Header(), d)
 	secs := int64(d.RetryAfter() / time.Second)
 	c.Header("Retry-After", strconv.FormatInt(secs, 10))
-	apierr.Write(c.Writer, r, rejection(subj, d, secs))
+	apierr.Write(c.Writer, c.Request, rejection(subj, d, secs))
 	c.Abort()
 }
 

@@ -47,13 +47,22 @@ func NewMemoryStore(clock func() time.Time) *MemoryStore {
 
 // Take implements Store. It never fails.
 func (s *MemoryStore) Take(_ context.Context, subj Subject, p Policy) (Decision, error) {
+	return s.decide(subj, p, rulesOf(p)), nil
+}
+
+// Check implements Store. It never fails.
+func (s *MemoryStore) Check(_ context.Context, subj Subject, p Policy) (Decision, error) {
+	return s.decide(subj, p, checkRulesOf(p)), nil
+}
+
+// decide decides one request of subj under r, the rules of p.
+func (s *MemoryStore) decide(subj Subject, p Policy, r rules) Decision {
 	now := s.now().UnixMilli()
-	r := rulesOf(p)
 	sh := &s.shards[subj.hash()&(shardCount-1)]
 	sh.mu.Lock()
 	res := sh.take(subj, now, r)
 	sh.mu.Unlock()
-	return decision(p, res), nil
+	return decision(p, res)
 }
 
 // take decides under the shard's lock. Only a subject's first request allocates.

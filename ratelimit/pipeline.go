@@ -41,17 +41,19 @@ type call struct {
 	err        error
 }
 
-// args are what take.lua reads, but the count: KEYS[1], the subject's hash, and ARGV[1..8].
-// The calls of a batch with equal args are decided by one script call.
+// args are what take.lua reads, but the count: KEYS[1], the subject's hash, ARGV[1..8], and
+// ARGV[10], whether the calls are Checks. The calls of a batch with equal args are decided by
+// one script call.
 type args struct {
-	key  string
-	argv [8]int64
+	key   string
+	argv  [8]int64
+	check bool
 }
 
 // group is the calls of a batch with equal args and their script call: ARGV[9] is n.
 type group struct {
 	keys  [1]string
-	argv  [9]any
+	argv  [10]any
 	n     int
 	cmd   *redis.Cmd
 	reply []int64 // 5 integers per call, in queue order
@@ -163,6 +165,10 @@ func (sd *sender) form() (sent int) {
 			sd.groups = append(sd.groups, group{keys: [1]string{c.args.key}})
 			for j, v := range c.args.argv {
 				sd.groups[i].argv[j] = v
+			}
+			sd.groups[i].argv[9] = 0
+			if c.args.check {
+				sd.groups[i].argv[9] = 1
 			}
 		}
 		g := &sd.groups[i]

@@ -61,12 +61,22 @@ func NewRedisStore(client *redis.Client, prefix string) *RedisStore {
 // Take implements Store: its decision is sent in a pipeline with those of concurrent Takes, in
 // one script call with those of the same subject and policy.
 func (s *RedisStore) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
-	r := rulesOf(p)
+	return s.decide(ctx, subj, p, rulesOf(p))
+}
+
+// Check implements Store: it is sent as Take is, in a script call of its own kind.
+func (s *RedisStore) Check(ctx context.Context, subj Subject, p Policy) (Decision, error) {
+	return s.decide(ctx, subj, p, checkRulesOf(p))
+}
+
+// decide runs one decision of subj under r, the rules of p, through the pipeline.
+func (s *RedisStore) decide(ctx context.Context, subj Subject, p Policy, r rules) (Decision, error) {
 	c := &call{
 		ctx: ctx,
 		args: args{
-			key:  s.key(subj),
-			argv: [8]int64{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+			key:   s.key(subj),
+			argv:  [8]int64{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+			check: r.check,
 		},
 		done: make(chan struct{}),
 	}

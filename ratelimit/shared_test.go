@@ -13,8 +13,9 @@ import (
 	"petstore/auth"
 )
 
-// TestStoresAgree replays one random sequence of requests, subjects and clock jumps (across
-// minutes, days, rejections and suspensions) against both stores and compares every decision.
+// TestStoresAgree replays one random sequence of requests (Takes and, one in four, Checks),
+// subjects and clock jumps (across minutes, days, rejections and suspensions) against both
+// stores and compares every decision.
 func TestStoresAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -31,8 +32,12 @@ func TestStoresAgree(t *testing.T) {
 	for i := range 600 {
 		clock.Advance(randomStep(rng))
 		s := subjects[rng.IntN(len(subjects))]
-		want, _ := mem.Take(ctx, s, p)
-		got, err := red.Take(ctx, s, p)
+		memDecide, redDecide := mem.Take, red.Take
+		if rng.IntN(4) == 0 {
+			memDecide, redDecide = mem.Check, red.Check
+		}
+		want, _ := memDecide(ctx, s, p)
+		got, err := redDecide(ctx, s, p)
 		if err != nil {
 			t.Fatalf("step %d: redis: %v", i, err)
 		}
@@ -50,9 +55,9 @@ func TestStoresAgree(t *testing.T) {
 }
 
 // TestScriptBatchesAgree replays a random sequence of batches (1 to 8 requests of one subject at
-// one clock reading, across minutes, days, rejections and suspensions) through take.lua with its
-// count, and compares every decision, and the state left after every batch, with a MemoryStore
-// taking the same requests one by one.
+// one clock reading, Takes or, one batch in four, Checks, across minutes, days, rejections and
+// suspensions) through take.lua with its count, and compares every decision, and the state left
+// after every batch, with a MemoryStore taking (or checking) the same requests one by one.
 func TestScriptBatchesAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -65,14 +70,20 @@ func TestScriptBatchesAgree(t *testing.T) {
 	}}
 	r := rulesOf(p)
 	rng := rand.New(rand.NewPCG(3, 4))
+	checks := rand.New(rand.NewPCG(5, 6)) // apart from rng, which draws the sequence
 	ctx := context.Background()
 	seen := map[Outcome]int{}
 	for i := range 300 {
 		clock.Advance(randomStep(rng))
 		s, n := subjects[rng.IntN(len(subjects))], 1+rng.IntN(8)
 		argv := []any{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, clock.Now().UnixMilli()}
-		if n > 1 {
-			argv = append(argv, n) // a single decision is the default
+		expireBy(t, red, mem, s, clock.Now())
+		memDecide := mem.Take
+		switch {
+		case checks.IntN(4) == 0:
+			argv, memDecide = append(argv, n, 1), mem.Check
+		case n > 1:
+			argv = append(argv, n) // a single decision, a Take, is the default
 		}
 		reply, err := red.script.Run(ctx, red.client, []string{red.key(s)}, argv...).Int64Slice()
 		if err != nil || len(reply) != 5*n {
@@ -83,7 +94,7 @@ func TestScriptBatchesAgree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("step %d, decision %d: %v", i, k, err)
 			}
-			want, _ := mem.Take(ctx, s, p)
+			want, _ := memDecide(ctx, s, p)
 			if got := decision(p, res); got != want {
 				t.Fatalf("step %d, decision %d of %d (%v at %v):\nredis  %+v\nmemory %+v", i, k, n, s, clock.Now(), got, want)
 			}
@@ -97,6 +108,30 @@ func TestScriptBatchesAgree(t *testing.T) {
 		}
 	}
 	t.Logf("outcomes: %v, final clock %v", seen, clock.Now())
+}
+
+// expireBy drops the state of subj from both stores when it has expired by now: Redis, whose
+// expiry the fake clock does not drive, would have deleted the hash at that time, and
+// MemoryStore's sweep drops it lazily. Expired state decides nothing, but its fields would
+// differ between the stores once one of them has dropped it.
+func expireBy(t *testing.T, s *RedisStore, mem *MemoryStore, subj Subject, now time.Time) {
+	t.Helper()
+	ctx, key := context.Background(), s.key(subj)
+	exp, err := s.client.PExpireTime(ctx, key).Result()
+	if err != nil {
+		t.Fatalf("PEXPIRETIME %s: %v", key, err)
+	}
+	if exp > 0 && exp <= time.Duration(now.UnixMilli())*time.Millisecond {
+		if err := s.client.Del(ctx, key).Err(); err != nil {
+			t.Fatalf("DEL %s: %v", key, err)
+		}
+	}
+	sh := &mem.shards[subj.hash()&(shardCount-1)]
+	sh.mu.Lock()
+	if e := sh.subjects[subj]; e != nil && e.expires <= now.UnixMilli() {
+		delete(sh.subjects, subj)
+	}
+	sh.mu.Unlock()
 }
 
 // randomStep returns mostly short clock steps, sometimes minutes, rarely hours.

@@ -15,6 +15,9 @@ type Store interface {
 	// when the store cannot answer (Redis unreachable); the Limiter then applies its failure
 	// policy.
 	Take(ctx context.Context, s Subject, p Policy) (Decision, error)
+	// Check decides as Take does, but an Allowed request is not charged: it tells whether s
+	// has room without spending it. A rejection counts toward suspension as Take's does.
+	Check(ctx context.Context, s Subject, p Policy) (Decision, error)
 }
 
 // Subject is who a request is charged to: an API key (KeyID non-zero) or, for requests
@@ -97,7 +100,7 @@ type Outcome uint8
 
 // The outcomes of Take.
 const (
-	Allowed   Outcome = iota + 1 // admitted and charged to both windows
+	Allowed   Outcome = iota + 1 // admitted, and by Take charged to both windows
 	Limited                      // rejected: a window is exhausted; nothing charged
 	Suspended                    // rejected: the subject is suspended; nothing charged
 )

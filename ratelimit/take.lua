@@ -8,7 +8,8 @@
 -- KEYS[1]  the subject's hash: {<prefix>k:<id>} or {<prefix>a:<address>}
 -- ARGV     per_minute, per_day, suspend_after, suspend_window_ms, suspend_base_ms,
 --          suspend_max_ms, suspend_memory_ms, now_ms (0: use Redis TIME, the shared clock),
---          n (the number of decisions, at least 1; 1 when absent)
+--          n (the number of decisions, at least 1; 1 when absent), check (1: Store.Check, an
+--          admitted request is not charged; 0 or absent: Store.Take)
 -- returns  5*n integers, 5 per decision in turn: outcome (1 allowed, 2 limited, 3 suspended),
 --          now_ms, minute_count, day_count, retry_at_ms (0 when allowed)
 --
@@ -28,6 +29,7 @@ local after, window = tonumber(ARGV[3]), tonumber(ARGV[4])
 local base, ceiling, memory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local now = tonumber(ARGV[8])
 local n = tonumber(ARGV[9]) or 1
+local check = tonumber(ARGV[10]) == 1
 if now <= 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -59,6 +61,10 @@ for i = 1, 5 * n, 5 do
   repeat -- until true: each break is a return of state.take
     if su > now then
       outcome, retryAt = SUSPENDED, math.max(su, blocked)
+      break
+    end
+    if cmc < perMinute and cdc < perDay and check then
+      outcome, retryAt = ALLOWED, 0
       break
     end
     if cmc < perMinute and cdc < perDay then

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -25,12 +26,22 @@ type Deps struct {
 	GraphQL    http.Handler                // the GraphQL handler, served at /v1/graphql
 	OpenAPI    []byte                      // the OpenAPI document, served at /v1/openapi.json
 	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
-	Identify   gin.HandlerFunc             // puts the caller's principal in the context (auth.Authenticator.Identify)
-	Limit      gin.HandlerFunc             // rate limiter; nil for none
+	Identify   gin.HandlerFunc             // identifies the caller's key; leaves a key not found valid before for Lookup (auth.Authenticator.Identify)
+	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
+	Limit      Limiter                     // rate limiter; nil for none
 	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
+}
+
+// Limiter is the rate limiter as the router places it (ratelimit.Limiter).
+type Limiter interface {
+	// Gate refuses, before the key table is read for an uncached key, a client address over
+	// its budget.
+	Gate(c *gin.Context)
+	// Middleware charges the request to its key or its address and sets the rate-limit headers.
+	Middleware(c *gin.Context)
 }
 
 // NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground),
@@ -51,8 +62,11 @@ func NewRouter(d Deps) *gin.Engine {
 		r.Use(d.Metrics.Middleware)
 	}
 	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
-	r.NoRoute(notFound)
-	r.NoMethod(methodNotAllowed)
+	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
+	// they carry the rate-limit headers, but answered without requiring a key.
+	ident := identify(d)
+	r.NoRoute(append(underV1(ident), notFound)...)
+	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", ready(d.Ready))
@@ -67,13 +81,9 @@ func NewRouter(d Deps) *gin.Engine {
 		v1.GET("/playground/assets/*asset", gin.WrapH(d.Playground))
 	}
 
-	// Every API route: identify the key, charge the budget, refuse oversized requests and the
-	// unidentified, bound the body.
-	chain := []gin.HandlerFunc{d.Identify}
-	if d.Limit != nil {
-		chain = append(chain, d.Limit)
-	}
-	chain = append(chain, limitRequest, auth.Require, limitBody)
+	// Every API route: identify and charge, refuse oversized requests and the unidentified,
+	// bound the body.
+	chain := slices.Concat(ident, []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
 	api.GET("/pets", listPets(d.Resolver))
@@ -88,6 +98,37 @@ func NewRouter(d Deps) *gin.Engine {
 	api.GET("/graphql", gin.WrapH(d.GraphQL))
 	api.POST("/graphql", graphQLPost(d.GraphQL))
 	return r
+}
+
+// identify returns the middleware that identifies a /v1 request and charges it: the key from
+// the cache; for a key the cache does not hold, the limiter's gate (an address over its budget
+// is refused before the key table is read), then the read; then the charge to the key, or to
+// the client address when there is no valid key.
+func identify(d Deps) []gin.HandlerFunc {
+	chain := []gin.HandlerFunc{d.Identify}
+	if d.Limit != nil {
+		chain = append(chain, d.Limit.Gate)
+	}
+	if d.Lookup != nil {
+		chain = append(chain, d.Lookup)
+	}
+	if d.Limit != nil {
+		chain = append(chain, d.Limit.Middleware)
+	}
+	return chain
+}
+
+// underV1 returns handlers that run hs only for paths under /v1.
+func underV1(hs []gin.HandlerFunc) []gin.HandlerFunc {
+	out := make([]gin.HandlerFunc, len(hs))
+	for i, h := range hs {
+		out[i] = func(c *gin.Context) {
+			if p := c.Request.URL.Path; p == "/v1" || strings.HasPrefix(p, "/v1/") {
+				h(c)
+			}
+		}
+	}
+	return out
 }
 
 // limitBody refuses bodies over MaxBody: at once when Content-Length says so, else when the

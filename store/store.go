@@ -7,7 +7,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"net/url"
 	"strings"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"gorm.io/gorm/logger"
 
 	"petstore/migrations"
+	"petstore/secret"
 )
 
 // Pool sizes the connection pool of a MySQL database. SQLite always uses one connection, so
@@ -133,9 +133,9 @@ func dialectorFor(dsn string) (gorm.Dialector, string, error) {
 // mysqlConfig turns mysql://USER:PASS@HOST:PORT/DBNAME?PARAMS into a driver configuration. The
 // connection charset is utf8mb4 (full Unicode) and times are UTC unless PARAMS say otherwise.
 func mysqlConfig(dsn string) (*mysqldriver.Config, error) {
-	u, err := url.Parse(dsn)
+	u, err := secret.ParseURL(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("store: bad MySQL address: %w", err)
+		return nil, fmt.Errorf("store: the MySQL address %w", err)
 	}
 	name := strings.TrimPrefix(u.Path, "/")
 	if u.Host == "" || name == "" || strings.Contains(name, "/") {

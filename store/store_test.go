@@ -1,6 +1,7 @@
 package store
 
 import (
+	"strings"
 	"testing"
 	"time"
 )
@@ -37,5 +38,30 @@ func TestDialectorFor(t *testing.T) {
 	}
 	if _, dialect, err := dialectorFor("sqlite:/tmp/x.db"); err != nil || dialect != "sqlite" {
 		t.Errorf("dialectorFor(sqlite:/tmp/x.db): got %q, %v", dialect, err)
+	}
+}
+
+// TestOpenHidesPasswords opens MySQL addresses whose passwords hold unescaped / ? # % or @:
+// the error never shows a piece of the password, whether the address is refused or the
+// connection fails, and no piece reaches the server as a host, port or database name.
+func TestOpenHidesPasswords(t *testing.T) {
+	for _, tc := range []struct{ password, pieces string }{
+		{"Zq7/Xk9", "Zq7 Xk9"}, {"12/Xk9", "Xk9"}, {"Wm4#Rt2", "Wm4 Rt2"}, {"Yp6?Lb3", "Yp6 Lb3"},
+		{"Hd5%Gn8", "Hd5 Gn8"}, {"Fc2@Vs6", "Fc2 Vs6"}, {"Ku1/Ee4?Oo5#Ii6@Aa7", "Ku1 Ee4 Oo5 Ii6 Aa7"},
+	} {
+		for _, dsn := range []string{
+			"mysql://app:" + tc.password + "@127.0.0.1:1/pets",
+			"mysql://app:" + tc.password + "@127.0.0.1:1",
+		} {
+			_, err := Open(t.Context(), dsn, DefaultPool)
+			if err == nil {
+				t.Fatalf("Open(%q): got success; want an error", dsn)
+			}
+			for _, p := range strings.Fields(tc.pieces) {
+				if strings.Contains(err.Error(), p) {
+					t.Errorf("Open(%q): error %q shows %q of the password", dsn, err, p)
+				}
+			}
+		}
 	}
 }

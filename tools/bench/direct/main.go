@@ -78,13 +78,13 @@ func openGORM(sdb *store.DB) (*gorm.DB, error) {
 
 // newRouter returns the Gin engine: gin.Default (a log line per request, recovery), /healthz,
 // and the /v1 routes behind the service's key check and rate limiter, in the service's order
-// (identify, limit, require).
+// (identify, gate, look up, limit, require).
 func newRouter(db *gorm.DB, authn *auth.Authenticator, limiter *ratelimit.Limiter) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.Default()
 	r.NoRoute(func(c *gin.Context) { fail(c, 404, "not_found", "no such resource") })
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(200, gin.H{"status": "ok"}) })
-	v1 := r.Group("/v1", authn.Identify, limiter.Middleware, auth.Require)
+	v1 := r.Group("/v1", authn.Identify, limiter.Gate, authn.Lookup, limiter.Middleware, auth.Require)
 	v1.GET("/pets", listPets(db))
 	v1.POST("/pets", createPet(db))
 	v1.GET("/pets/:petId", getPet(db))
