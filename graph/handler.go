@@ -86,7 +86,8 @@ func (o Options) withDefaults() Options {
 //
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
-//     INVALID_REQUEST, before any resolver runs;
+//     INVALID_REQUEST, before any resolver runs; so does a document over
+//     MaxDocumentSelections or MaxDocumentDefinitions, before it is validated;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not
 //     supported, send one operation per request;
@@ -103,11 +104,13 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	srv.AddTransport(newSpecTransport(http.MethodGet))
 	srv.AddTransport(newSpecTransport(http.MethodPost))
 	srv.AddTransport(unsupportedRequest{})
+	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
-		srv.SetQueryCache(lru.New[*ast.QueryDocument](opts.QueryCacheSize))
+		docs = lru.New[*ast.QueryDocument](opts.QueryCacheSize)
 	}
+	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
-	for _, ext := range extensions(opts) {
+	for _, ext := range extensions(opts, docs) {
 		srv.Use(ext)
 	}
 	srv.SetErrorPresenter(presentError)
@@ -116,12 +119,14 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	return srv
 }
 
-// extensions returns the handler's extensions, in order. None may be a
-// graphql.FieldInterceptor: flat lists of pets are written without running any (flatpets.go).
-func extensions(opts Options) []graphql.HandlerExtension {
+// extensions returns the handler's extensions, in order; docs is the handler's query cache.
+// None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
+// (flatpets.go).
+func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.HandlerExtension {
 	exts := []graphql.HandlerExtension{
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: boundedCache{opts.APQCache}},
+		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
 		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
 	}
 	if opts.ComplexityLimit > 0 {
