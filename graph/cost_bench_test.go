@@ -24,7 +24,7 @@ func hostileDocuments() map[string]string {
 		"100 conflicting aliases":           "{" + strings.Repeat(" p: pet(id: 1) { id } p: pet(id: 2) { id }", sel/4) + " }",
 		"50 same fields with subselections": "{" + strings.Repeat(" pets { id name categoryId }", sel/4) + " }",
 		"49 fragments spread together":      "{ " + spreads(defs-1) + " }\n" + frags,
-		"49 operations, one fragment":       numbered(defs-1, "query Q%d { ...F } # %d") + "\nfragment F on Query {" + strings.Repeat(" __typename", sel-defs) + " }",
+		"49 operations, one fragment":       numbered(defs-1, "query Q%d { ...F }") + "\nfragment F on Query {" + strings.Repeat(" __typename", sel-defs) + " }",
 		"a chain of 49 fragments":           "{ ...F0 }\n" + chain(defs-2),
 		"3,300 repeated input fields":       "mutation { createPet(input: {" + strings.Repeat(` name: "a"`, (graph.DefaultTokenLimit-20)/3) + ` categoryId: 1 }) { id } }`,
 		"5,000 list values":                 "{ pets(limit: [" + strings.Repeat(" 1", graph.DefaultTokenLimit/2) + "]) { id } }",

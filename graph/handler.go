@@ -86,7 +86,8 @@ func (o Options) withDefaults() Options {
 //
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
-//     INVALID_REQUEST, before any resolver runs; so does a document over
+//     INVALID_REQUEST, before any resolver runs; so does a mutation of more than
+//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and a document over
 //     MaxDocumentSelections or MaxDocumentDefinitions, before it is validated;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not

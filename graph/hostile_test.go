@@ -3,17 +3,19 @@ package graph_test
 import (
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 
 	"petstore/graph"
 )
 
-// numbered returns n copies of format, each given its index, joined by spaces.
+// numbered returns n copies of format, each %d in it replaced by the copy's index, joined by
+// spaces.
 func numbered(n int, format string) string {
 	parts := make([]string, n)
 	for i := range parts {
-		parts[i] = fmt.Sprintf(format, i, i)
+		parts[i] = strings.ReplaceAll(format, "%d", strconv.Itoa(i))
 	}
 	return strings.Join(parts, " ")
 }
@@ -87,5 +89,50 @@ func TestRequestErrorsTruncated(t *testing.T) {
 	s.checkRefused(t, a, http.StatusBadRequest, "INVALID_REQUEST", "conflict")
 	if last := a.errors[len(a.errors)-1].Message; len(a.errors) != 100 || !strings.HasSuffix(last, "more errors left out") {
 		t.Errorf("got %d errors, the last %q; want 100, the last saying how many more", len(a.errors), last)
+	}
+}
+
+// TestRootFieldBounds checks that one request does one write and a bounded number of SQL
+// statements: a mutation selects one field, a query ten root fields at most.
+func TestRootFieldBounds(t *testing.T) {
+	create := `createPet(input: {name: "Rex", categoryId: 1}) { id }`
+	for _, tc := range []struct {
+		name, query, msg string
+	}{
+		{"two writes", "mutation { a: " + create + " b: " + create + " }", "a mutation may select at most 1 field; this one selects 2"},
+		{"hundreds of writes", "mutation { " + numbered(100, "a%d: createPet(input: {name: \"Rex\", categoryId: %d}) { id }") + " }", "this one selects 100"},
+		{"writes through fragments", "mutation { ...M ... on Mutation { b: " + create + " } } fragment M on Mutation { a: " + create + " }", "this one selects 2"},
+		{"eleven pet(id:)", "{ " + numbered(graph.MaxQueryFields+1, "a%d: pet(id: %d) { id }") + " }", "a query may select at most 10 root fields other than __typename, __schema and __type; this one selects 11"},
+		{"eleven lists", "{ " + numbered(graph.MaxQueryFields+1, "a%d: pets(limit: 1) { id }") + " }", "this one selects 11"},
+		{"lists through fragments", "{ ...Q ...Q " + numbered(6, "b%d: pet(id: %d) { id }") + " } fragment Q on Query { " + numbered(5, "a%d: petsConnection(first: 1) { pageInfo { hasNextPage } }") + " }", "this one selects 11"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, graph.DefaultOptions())
+			s.checkRefused(t, s.do(t, post(tc.query, acceptJSON)), http.StatusBadRequest, "INVALID_REQUEST", tc.msg)
+		})
+	}
+}
+
+// TestRootFieldBoundsAdmit checks what stays within the root field bounds runs.
+func TestRootFieldBoundsAdmit(t *testing.T) {
+	create := `createPet(input: {name: "Rex", categoryId: 1}) { id }`
+	for _, tc := range []struct {
+		name, query string
+		statements  int64
+	}{
+		{"one write and __typename", "mutation { " + create + " __typename }", 1},
+		{"one write selected twice", "mutation { " + create + " " + create + " ...M } fragment M on Mutation { " + create + " }", 1},
+		{"ten pet(id:) and introspection", "{ __typename __type(name: \"Pet\") { name } " + numbered(graph.MaxQueryFields, "a%d: pet(id: %d) { id }") + " }", 10},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, graph.DefaultOptions())
+			a := s.do(t, post(tc.query, acceptJSON))
+			if a.status != http.StatusOK || !a.hasData {
+				t.Errorf("got %d %s; want 200 with data", a.status, trim(a.body))
+			}
+			if n := s.statements.Load(); n != tc.statements {
+				t.Errorf("got %d SQL statements; want %d", n, tc.statements)
+			}
+		})
 	}
 }
