@@ -60,10 +60,9 @@ func (c *redisAPQCache) Add(ctx context.Context, key, query string) {
 }
 
 // MaxPersistedQueryBytes is the longest query that automatic persisted queries keep: a longer
-// one runs, but the client must send it in full each time. It bounds what a client can make the
-// cache hold (in process: apqCacheSize of them; in Redis: as many as the rate limit admits,
-// until they expire).
-const MaxPersistedQueryBytes = 64 << 10
+// one runs, but the client must send it in full each time (GraphiQL's introspection query has
+// 2 KiB). It bounds what one entry holds.
+const MaxPersistedQueryBytes = 8 << 10
 
 // boundedCache is a cache of persisted queries that does not keep queries over
 // MaxPersistedQueryBytes.

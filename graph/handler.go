@@ -12,7 +12,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -36,11 +35,11 @@ type Options struct {
 	// (default DefaultTokenLimit); the parser stops at the first token past it.
 	TokenLimit int
 	// APQCache stores the queries of automatic persisted queries by their SHA-256; nil keeps
-	// 1,000 of them in process. Use NewRedisAPQCache to share them between instances. Queries
+	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances. Queries
 	// over MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
-	// text (default DefaultQueryCacheSize).
+	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
 	QueryCacheSize int
 }
 
@@ -68,7 +67,7 @@ func (o Options) withDefaults() Options {
 	o.TokenLimit = pick(o.TokenLimit, def.TokenLimit)
 	o.QueryCacheSize = pick(o.QueryCacheSize, def.QueryCacheSize)
 	if o.APQCache == nil {
-		o.APQCache = lru.New[string](apqCacheSize)
+		o.APQCache = newAPQCache()
 	}
 	return o
 }
@@ -107,7 +106,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	srv.AddTransport(unsupportedRequest{})
 	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
-		docs = lru.New[*ast.QueryDocument](opts.QueryCacheSize)
+		docs = newDocumentCache(opts.QueryCacheSize)
 	}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)

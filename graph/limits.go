@@ -28,9 +28,6 @@ const (
 	DefaultTokenLimit = 10000
 	// DefaultQueryCacheSize is the number of parsed and validated documents kept.
 	DefaultQueryCacheSize = 1000
-	// apqCacheSize is the number of persisted queries kept in process when Options.APQCache is
-	// nil.
-	apqCacheSize = 1000
 )
 
 // complexityLimitCode is the code of gqlgen's ComplexityLimit refusal (unexported there).
