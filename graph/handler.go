@@ -35,8 +35,9 @@ type Options struct {
 	// (default DefaultTokenLimit); the parser stops at the first token past it.
 	TokenLimit int
 	// APQCache stores the queries of automatic persisted queries by their SHA-256; nil keeps
-	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances. Queries
-	// over MaxPersistedQueryBytes run but are not stored.
+	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances.
+	// Only queries that parse, validate and pass every limit are stored; queries over
+	// MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
@@ -123,16 +124,17 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 // None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
 // (flatpets.go).
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.HandlerExtension {
+	apq := persistedQueries{store: opts.APQCache}
 	exts := []graphql.HandlerExtension{
 		extension.Introspection{},
-		extension.AutomaticPersistedQuery{Cache: boundedCache{opts.APQCache}},
+		extension.AutomaticPersistedQuery{Cache: apq},
 		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
 		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
 	}
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
 	}
-	return exts
+	return append(exts, apq) // last: it stores the queries that passed every check before it
 }
 
 // keptCodes are the codes of gqlgen's own errors that clients depend on: the presenter leaves

@@ -1,13 +1,16 @@
 package graph_test
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"petstore/graph"
+	"petstore/internal/dbtest"
 )
 
 // numbered returns n copies of format, each %d in it replaced by the copy's index, joined by
@@ -134,5 +137,46 @@ func TestRootFieldBoundsAdmit(t *testing.T) {
 				t.Errorf("got %d SQL statements; want %d", n, tc.statements)
 			}
 		})
+	}
+}
+
+// TestAPQStoresOnlyValidQueries checks that a query sent with its hash is stored only when it
+// parses, validates and passes every limit, in process and in Redis: garbage cannot fill the
+// store.
+func TestAPQStoresOnlyValidQueries(t *testing.T) {
+	client, prefix := dbtest.Redis(t)
+	stores := map[string]func() graph.Options{
+		"in process": graph.DefaultOptions,
+		"Redis": func() graph.Options {
+			opts := graph.DefaultOptions()
+			opts.APQCache = graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
+			return opts
+		},
+	}
+	create := `createPet(input: {name: "Rex", categoryId: 1}) { id }`
+	refused := map[string]string{
+		"does not parse":      "{ pets { id }",
+		"does not validate":   "{ owners { id } }",
+		"bad variable":        "query($n: Int!) { pets(limit: $n) { id } }",
+		"over the complexity": aliases(5, "pets(limit: 100) { id name categoryId status }"),
+		"over the selections": "{" + strings.Repeat(" __typename", graph.MaxDocumentSelections+1) + " }",
+		"two mutations":       "mutation { a: " + create + " b: " + create + " }",
+	}
+	for store, opts := range stores {
+		s := newServer(t, opts())
+		for name, query := range refused {
+			t.Run(store+"/"+name, func(t *testing.T) {
+				hash := sha256Hex(query)
+				if a := s.do(t, request{method: http.MethodPost, target: "/", body: persisted(query, hash)}); len(a.errors) == 0 {
+					t.Fatalf("query with its hash: got %d %s; want errors", a.status, trim(a.body))
+				}
+				if a := s.do(t, request{method: http.MethodPost, target: "/", body: persisted("", hash)}); a.code() != "PERSISTED_QUERY_NOT_FOUND" {
+					t.Errorf("its hash alone: got %d %s; want PERSISTED_QUERY_NOT_FOUND", a.status, trim(a.body))
+				}
+			})
+		}
+	}
+	if keys, err := client.Keys(context.Background(), prefix+"apq:*").Result(); err != nil || len(keys) != 0 {
+		t.Errorf("got Redis keys %v, %v; want none", keys, err)
 	}
 }
