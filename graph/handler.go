@@ -87,8 +87,8 @@ func (o Options) withDefaults() Options {
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
 //     INVALID_REQUEST, before any resolver runs; so does a mutation of more than
-//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and a document over
-//     MaxDocumentSelections or MaxDocumentDefinitions, before it is validated;
+//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and (before
+//     it is validated) a document over MaxDocumentSelections or MaxDocumentDefinitions;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not
 //     supported, send one operation per request;

@@ -55,8 +55,9 @@ func listCost(size *int, child int) int {
 }
 
 // operationLimits refuses, before any resolver runs, an operation whose fields nest more than
-// depth levels, that selects __schema more than once, or whose fields, each counted once per
-// place it is spread, number more than complexity. The field count is a lower bound of gqlgen's complexity (every field costs at
+// depth levels, that selects __schema more than once, whose fields, each counted once per
+// place it is spread, number more than complexity, or whose root fields are over
+// MaxMutationFields or MaxQueryFields. The field count is a lower bound of gqlgen's complexity (every field costs at
 // least one) reached in linear time: gqlgen's ComplexityLimit, which follows every fragment
 // spread anew, runs after it and so never meets a document of fragments that each spread the
 // next twice, which would take it exponential time.
