@@ -12,7 +12,6 @@ import (
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
-	"github.com/99designs/gqlgen/graphql/handler/lru"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
@@ -36,11 +35,12 @@ type Options struct {
 	// (default DefaultTokenLimit); the parser stops at the first token past it.
 	TokenLimit int
 	// APQCache stores the queries of automatic persisted queries by their SHA-256; nil keeps
-	// 1,000 of them in process. Use NewRedisAPQCache to share them between instances. Queries
-	// over MaxPersistedQueryBytes run but are not stored.
+	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances.
+	// Only queries that parse, validate and pass every limit are stored; queries over
+	// MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
-	// text (default DefaultQueryCacheSize).
+	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
 	QueryCacheSize int
 }
 
@@ -68,7 +68,7 @@ func (o Options) withDefaults() Options {
 	o.TokenLimit = pick(o.TokenLimit, def.TokenLimit)
 	o.QueryCacheSize = pick(o.QueryCacheSize, def.QueryCacheSize)
 	if o.APQCache == nil {
-		o.APQCache = lru.New[string](apqCacheSize)
+		o.APQCache = newAPQCache()
 	}
 	return o
 }
@@ -86,7 +86,9 @@ func (o Options) withDefaults() Options {
 //
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
-//     INVALID_REQUEST, before any resolver runs;
+//     INVALID_REQUEST, before any resolver runs; so does a mutation of more than
+//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and (before
+//     it is validated) a document over MaxDocumentSelections or MaxDocumentDefinitions;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not
 //     supported, send one operation per request;
@@ -103,11 +105,13 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	srv.AddTransport(newSpecTransport(http.MethodGet))
 	srv.AddTransport(newSpecTransport(http.MethodPost))
 	srv.AddTransport(unsupportedRequest{})
+	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
-		srv.SetQueryCache(lru.New[*ast.QueryDocument](opts.QueryCacheSize))
+		docs = newDocumentCache(opts.QueryCacheSize)
 	}
+	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
-	for _, ext := range extensions(opts) {
+	for _, ext := range extensions(opts, docs) {
 		srv.Use(ext)
 	}
 	srv.SetErrorPresenter(presentError)
@@ -116,18 +120,21 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	return srv
 }
 
-// extensions returns the handler's extensions, in order. None may be a
-// graphql.FieldInterceptor: flat lists of pets are written without running any (flatpets.go).
-func extensions(opts Options) []graphql.HandlerExtension {
+// extensions returns the handler's extensions, in order; docs is the handler's query cache.
+// None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
+// (flatpets.go).
+func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.HandlerExtension {
+	apq := persistedQueries{store: opts.APQCache}
 	exts := []graphql.HandlerExtension{
 		extension.Introspection{},
-		extension.AutomaticPersistedQuery{Cache: boundedCache{opts.APQCache}},
+		extension.AutomaticPersistedQuery{Cache: apq},
+		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
 		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
 	}
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
 	}
-	return exts
+	return append(exts, apq) // last: it stores the queries that passed every check before it
 }
 
 // keptCodes are the codes of gqlgen's own errors that clients depend on: the presenter leaves

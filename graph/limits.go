@@ -28,9 +28,6 @@ const (
 	DefaultTokenLimit = 10000
 	// DefaultQueryCacheSize is the number of parsed and validated documents kept.
 	DefaultQueryCacheSize = 1000
-	// apqCacheSize is the number of persisted queries kept in process when Options.APQCache is
-	// nil.
-	apqCacheSize = 1000
 )
 
 // complexityLimitCode is the code of gqlgen's ComplexityLimit refusal (unexported there).
@@ -58,8 +55,9 @@ func listCost(size *int, child int) int {
 }
 
 // operationLimits refuses, before any resolver runs, an operation whose fields nest more than
-// depth levels, that selects __schema more than once, or whose fields, each counted once per
-// place it is spread, number more than complexity. The field count is a lower bound of gqlgen's complexity (every field costs at
+// depth levels, that selects __schema more than once, whose fields, each counted once per
+// place it is spread, number more than complexity, or whose root fields are over
+// MaxMutationFields or MaxQueryFields. The field count is a lower bound of gqlgen's complexity (every field costs at
 // least one) reached in linear time: gqlgen's ComplexityLimit, which follows every fragment
 // spread anew, runs after it and so never meets a document of fragments that each spread the
 // next twice, which would take it exponential time.
@@ -98,7 +96,52 @@ func (l operationLimits) MutateOperationContext(_ context.Context, opCtx *graphq
 	if l.complexity > 0 && s.fields > l.complexity {
 		return refusal(nil, "operation has complexity of at least %d, which exceeds the limit of %d", s.fields, l.complexity)
 	}
+	return checkRootFields(opCtx.Operation)
+}
+
+// Bounds of the root fields of an operation, so that one request, charged once to the rate
+// limit, does a bounded number of writes and statements. Fields are counted by response name
+// (the fields that share one are merged and run once), fragments followed; __typename,
+// __schema and __type, which read no database, do not count.
+const (
+	// MaxMutationFields is how many fields a mutation may select: one write per request.
+	MaxMutationFields = 1
+	// MaxQueryFields is how many root fields a query may select: each runs one SQL statement.
+	MaxQueryFields = 10
+)
+
+// checkRootFields refuses an operation whose root fields are over MaxMutationFields or
+// MaxQueryFields.
+func checkRootFields(op *ast.OperationDefinition) *gqlerror.Error {
+	names := map[string]bool{}
+	collectRootFields(op.SelectionSet, names, map[string]bool{})
+	switch n := len(names); {
+	case op.Operation == ast.Mutation && n > MaxMutationFields:
+		return refusal(nil, "a mutation may select at most %d field; this one selects %d: send one mutation per request", MaxMutationFields, n)
+	case op.Operation == ast.Query && n > MaxQueryFields:
+		return refusal(nil, "a query may select at most %d root fields other than __typename, __schema and __type; this one selects %d: ask for more rows per field (limit, first) instead", MaxQueryFields, n)
+	}
 	return nil
+}
+
+// collectRootFields adds to names the response names of the fields of set that read or write
+// data, following inline fragments and each fragment of visited once.
+func collectRootFields(set ast.SelectionSet, names, visited map[string]bool) {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if !strings.HasPrefix(sel.Name, "__") {
+				names[sel.Alias] = true
+			}
+		case *ast.InlineFragment:
+			collectRootFields(sel.SelectionSet, names, visited)
+		case *ast.FragmentSpread:
+			if !visited[sel.Name] && sel.Definition != nil {
+				visited[sel.Name] = true
+				collectRootFields(sel.Definition.SelectionSet, names, visited)
+			}
+		}
+	}
 }
 
 // maxSchemaSelections is how many times an operation may select __schema.

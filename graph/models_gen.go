@@ -6,6 +6,7 @@ import (
 	"petstore/models"
 )
 
+// An operation may select one of these fields (__typename aside): each write is a request of its own, charged to the rate limit.
 type Mutation struct {
 }
 
@@ -29,5 +30,6 @@ type PetEdge struct {
 	Cursor string      `json:"cursor"`
 }
 
+// An operation may select at most 10 of these fields (__typename, __schema and __type aside): each runs one SQL statement, and the request is charged once.
 type Query struct {
 }

@@ -228,6 +228,7 @@ func (e *specExecutor) CreateOperationContext(ctx context.Context, params *graph
 		errs = gqlerror.List{{Err: apiErr, Message: apiErr.Message}}
 	}
 	if errs != nil {
+		errs = truncateErrors(errs)
 		asRefusals(errs, params.Query)
 		e.w.requestErrs = errs
 	}

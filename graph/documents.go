@@ -1,0 +1,135 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/99designs/gqlgen/graphql/errcode"
+	"github.com/vektah/gqlparser/v2/ast"
+	"github.com/vektah/gqlparser/v2/gqlerror"
+	"github.com/vektah/gqlparser/v2/parser"
+)
+
+// Bounds of a GraphQL document, checked in linear time before validation. gqlparser's
+// validation is super-linear in them: OverlappingFieldsCanBeMerged compares the fields that
+// share a response name, and the fragments spread in one selection set, pair by pair; the
+// walker enters every fragment once for each operation and each fragment that reaches it. A
+// document of 10,000 __typename took seconds to validate; within these bounds the most
+// expensive document we know of takes a few milliseconds (BenchmarkHostileDocument).
+const (
+	// MaxDocumentSelections is the most selections (fields, fragment spreads and inline
+	// fragments) a document may hold, each fragment's counted once: some 2.5 times GraphiQL's
+	// introspection query (81).
+	MaxDocumentSelections = 200
+	// MaxDocumentDefinitions is the most operations and fragments a document may define.
+	MaxDocumentDefinitions = 50
+	// maxRequestErrors is the most errors a response to a request that did not run lists:
+	// validation reports some errors for every pair of fields, so that a document within the
+	// bounds above may still have thousands.
+	maxRequestErrors = 100
+)
+
+// documentBounds refuses, after the persisted query is looked up and before the executor parses
+// and validates, a document over MaxDocumentSelections or MaxDocumentDefinitions, and one that
+// spreads a fragment it does not define (whose pairs validation would compare to no purpose).
+// It parses the document once more than the executor does, in linear time (at most tokenLimit
+// tokens of a body of at most 1 MiB); a document in cache, which passed already, is not parsed.
+type documentBounds struct {
+	cache      graphql.Cache[*ast.QueryDocument]
+	tokenLimit int
+}
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationParameterMutator
+} = documentBounds{}
+
+// ExtensionName names the extension for gqlgen.
+func (documentBounds) ExtensionName() string { return "DocumentBounds" }
+
+// Validate accepts every schema.
+func (documentBounds) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationParameters refuses the query of params when it is over a bound, and reports
+// a query that does not parse as the executor would.
+func (b documentBounds) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
+	if _, ok := b.cache.Get(ctx, params.Query); ok {
+		return nil
+	}
+	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: params.Query}, b.tokenLimit)
+	if err != nil {
+		gqlErr, ok := err.(*gqlerror.Error)
+		if !ok {
+			gqlErr = gqlerror.Wrap(err)
+		}
+		errcode.Set(gqlErr, errcode.ParseFailed)
+		return gqlErr
+	}
+	return checkDocument(doc)
+}
+
+// checkDocument returns the refusal of a document over a bound, a validation error for a
+// spread of an undefined fragment, or nil.
+func checkDocument(doc *ast.QueryDocument) *gqlerror.Error {
+	if n := len(doc.Operations) + len(doc.Fragments); n > MaxDocumentDefinitions {
+		return refusal(nil, "the document defines %d operations and fragments; at most %d are allowed", n, MaxDocumentDefinitions)
+	}
+	c := selectionCounter{fragments: make(map[string]bool, len(doc.Fragments))}
+	for _, f := range doc.Fragments {
+		c.fragments[f.Name] = true
+	}
+	for _, op := range doc.Operations {
+		c.count(op.SelectionSet)
+	}
+	for _, f := range doc.Fragments {
+		c.count(f.SelectionSet)
+	}
+	if c.undefined != nil {
+		err := gqlerror.ErrorPosf(c.undefined.Position, `Unknown fragment "%s".`, c.undefined.Name)
+		err.Rule = "KnownFragmentNames"
+		errcode.Set(err, errcode.ValidationFailed)
+		return err
+	}
+	if c.selections > MaxDocumentSelections {
+		return refusal(nil, "the document has more than %d selections (fields, fragment spreads and inline fragments); send a smaller query", MaxDocumentSelections)
+	}
+	return nil
+}
+
+// selectionCounter counts the selections of a document, each fragment's once, up to one over
+// MaxDocumentSelections, and finds the first spread of an undefined fragment.
+type selectionCounter struct {
+	fragments  map[string]bool // the names of the fragments defined
+	selections int
+	undefined  *ast.FragmentSpread
+}
+
+func (c *selectionCounter) count(set ast.SelectionSet) {
+	for _, sel := range set {
+		if c.selections > MaxDocumentSelections || c.undefined != nil {
+			return
+		}
+		c.selections++
+		switch sel := sel.(type) {
+		case *ast.Field:
+			c.count(sel.SelectionSet)
+		case *ast.InlineFragment:
+			c.count(sel.SelectionSet)
+		case *ast.FragmentSpread:
+			if !c.fragments[sel.Name] {
+				c.undefined = sel
+			}
+		}
+	}
+}
+
+// truncateErrors returns errs with at most maxRequestErrors errors, the last of which then
+// says how many were left out.
+func truncateErrors(errs gqlerror.List) gqlerror.List {
+	if len(errs) <= maxRequestErrors {
+		return errs
+	}
+	more := gqlerror.Errorf("%d more errors left out", len(errs)-maxRequestErrors+1)
+	errcode.Set(more, errcode.ValidationFailed)
+	return append(errs[:maxRequestErrors-1:maxRequestErrors-1], more)
+}
