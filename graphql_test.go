@@ -96,32 +96,40 @@ func TestGraphQLGet(t *testing.T) {
 	}
 }
 
-// TestErrorParity checks that the same bad input gets the same code from REST and GraphQL.
+// TestErrorParity checks that the same bad input gets the same code from REST and GraphQL,
+// and, where the two spell the input alike, the same message (the rules have one wording).
 func TestErrorParity(t *testing.T) {
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		for _, tc := range []struct {
-			name     string
-			rest     request
-			query    string
-			wantCode string
+			name        string
+			rest        request
+			query       string
+			wantCode    string
+			sameMessage bool // false where the surfaces name or spell the input differently
 		}{
-			{"limit 0", get("/v1/pets?limit=0"), `{ pets(limit: 0) { id } }`, "INVALID_REQUEST"},
-			{"limit 101", get("/v1/pets?limit=101"), `{ pets(limit: 101) { id } }`, "INVALID_REQUEST"},
-			{"unknown status", get("/v1/pets?status=lost"), `{ pets(status: LOST) { id } }`, "INVALID_REQUEST"},
-			{"blank name", post("/v1/pets", `{"name":"  ","categoryId":1}`), `mutation { createPet(input: {name: "  ", categoryId: 1}) { id } }`, "INVALID_REQUEST"},
-			{"name too long", post("/v1/pets", `{"name":"`+strings.Repeat("x", 256)+`","categoryId":1}`), `mutation { createPet(input: {name: "` + strings.Repeat("x", 256) + `", categoryId: 1}) { id } }`, "INVALID_REQUEST"},
-			{"categoryId 0", post("/v1/pets", `{"name":"Rex","categoryId":0}`), `mutation { createPet(input: {name: "Rex", categoryId: 0}) { id } }`, "INVALID_REQUEST"},
-			{"categoryId not an integer", post("/v1/pets", `{"name":"Rex","categoryId":"x"}`), `mutation { createPet(input: {name: "Rex", categoryId: "x"}) { id } }`, "INVALID_REQUEST"},
-			{"name missing", post("/v1/pets", `{"categoryId":1}`), `mutation { createPet(input: {categoryId: 1}) { id } }`, "INVALID_REQUEST"},
-			{"pet not found", get("/v1/pets/4242"), `{ pet(id: 4242) { id } }`, "NOT_FOUND"},
-			{"pet id not an integer", get("/v1/pets/x"), `{ pet(id: "x") { id } }`, "INVALID_REQUEST"},
+			{"limit 0", get("/v1/pets?limit=0"), `{ pets(limit: 0) { id } }`, "INVALID_REQUEST", true},
+			{"limit 101", get("/v1/pets?limit=101"), `{ pets(limit: 101) { id } }`, "INVALID_REQUEST", true},
+			{"unknown status", get("/v1/pets?status=lost"), `{ pets(status: LOST) { id } }`, "INVALID_REQUEST", false},
+			{"blank name", post("/v1/pets", `{"name":"  ","categoryId":1}`), `mutation { createPet(input: {name: "  ", categoryId: 1}) { id } }`, "INVALID_REQUEST", true},
+			{"name too long", post("/v1/pets", `{"name":"`+strings.Repeat("x", 256)+`","categoryId":1}`), `mutation { createPet(input: {name: "` + strings.Repeat("x", 256) + `", categoryId: 1}) { id } }`, "INVALID_REQUEST", true},
+			{"categoryId 0", post("/v1/pets", `{"name":"Rex","categoryId":0}`), `mutation { createPet(input: {name: "Rex", categoryId: 0}) { id } }`, "INVALID_REQUEST", true},
+			{"categoryId negative", post("/v1/pets", `{"name":"Rex","categoryId":-3}`), `mutation { createPet(input: {name: "Rex", categoryId: -3}) { id } }`, "INVALID_REQUEST", true},
+			{"categoryId not an integer", post("/v1/pets", `{"name":"Rex","categoryId":"x"}`), `mutation { createPet(input: {name: "Rex", categoryId: "x"}) { id } }`, "INVALID_REQUEST", true},
+			{"categoryId overflows", post("/v1/pets", `{"name":"Rex","categoryId":"9223372036854775808"}`), `mutation { createPet(input: {name: "Rex", categoryId: "9223372036854775808"}) { id } }`, "INVALID_REQUEST", true},
+			{"name missing", post("/v1/pets", `{"categoryId":1}`), `mutation { createPet(input: {categoryId: 1}) { id } }`, "INVALID_REQUEST", false},
+			{"pet not found", get("/v1/pets/4242"), `{ pet(id: 4242) { id } }`, "NOT_FOUND", true},
+			{"pet id not an integer", get("/v1/pets/x"), `{ pet(id: "x") { id } }`, "INVALID_REQUEST", false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
-				var e struct{ Code string }
+				var e struct{ Code, Message string }
 				mustJSON(t, json.RawMessage(api.do(t, tc.rest).body), &e)
-				codes := api.gql(t, tc.query, nil).codes()
+				resp := api.gql(t, tc.query, nil)
+				codes := resp.codes()
 				if strings.ToUpper(e.Code) != tc.wantCode || len(codes) != 1 || codes[0] != tc.wantCode {
-					t.Errorf("REST code %q, GraphQL codes %v; want %s from both", e.Code, codes, tc.wantCode)
+					t.Fatalf("REST code %q, GraphQL codes %v; want %s from both", e.Code, codes, tc.wantCode)
+				}
+				if tc.sameMessage && resp.Errors[0].Message != e.Message {
+					t.Errorf("GraphQL says %q; REST says %q: want one wording", resp.Errors[0].Message, e.Message)
 				}
 			})
 		}

@@ -3008,7 +3008,7 @@ func (ec *executionContext) marshalNBoolean2bool(ctx context.Context, sel ast.Se
 }
 
 func (ec *executionContext) unmarshalNID2int64(ctx context.Context, v any) (int64, error) {
-	res, err := models.UnmarshalID(v)
+	res, err := models.UnmarshalID(ctx, v)
 	return res, graphql.ErrorOnPath(ctx, err)
 }
 
@@ -3020,7 +3020,7 @@ func (ec *executionContext) marshalNID2int64(ctx context.Context, sel ast.Select
 			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
 		}
 	}
-	return res
+	return graphql.WrapContextMarshaler(ctx, res)
 }
 
 func (ec *executionContext) unmarshalNNewPet2petstoreᚋmodelsᚐNewPet(ctx context.Context, v any) (models.NewPet, error) {

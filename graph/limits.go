@@ -41,12 +41,12 @@ func setCosts(c *ComplexityRoot) {
 }
 
 // listCost returns size times child plus one, saturating at math.MaxInt. A null size counts
-// as DefaultLimit; a size outside MinLimit..MaxLimit counts as the nearest bound, since the
+// as models.DefaultPageSize; a size out of range counts as the nearest bound, since the
 // resolver refuses it with a clearer error before any database work.
 func listCost(size *int, child int) int {
-	n := DefaultLimit
+	n := models.DefaultPageSize
 	if size != nil {
-		n = min(max(*size, MinLimit), MaxLimit)
+		n = min(max(*size, models.MinPageSize), models.MaxPageSize)
 	}
 	if child > (math.MaxInt-1)/n {
 		return math.MaxInt

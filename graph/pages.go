@@ -20,7 +20,7 @@ func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, stat
 	if err != nil || !more {
 		return pets, "", err
 	}
-	return pets, encodeCursor(pets[len(pets)-1].ID), nil
+	return pets, models.EncodeCursor(pets[len(pets)-1].ID), nil
 }
 
 // connection returns a page of pets as a Relay connection; sizeName is the page-size
@@ -32,7 +32,7 @@ func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, a
 	}
 	conn := &PetConnection{Edges: make([]*PetEdge, len(pets)), PageInfo: &PageInfo{HasNextPage: more}}
 	for i := range pets {
-		conn.Edges[i] = &PetEdge{Node: &pets[i], Cursor: encodeCursor(pets[i].ID)}
+		conn.Edges[i] = &PetEdge{Node: &pets[i], Cursor: models.EncodeCursor(pets[i].ID)}
 	}
 	if len(pets) > 0 {
 		conn.PageInfo.EndCursor = &conn.Edges[len(pets)-1].Cursor
@@ -64,7 +64,7 @@ type listStatements struct{ all, byStatus string }
 // (MariaDB's SET STATEMENT max_statement_time, MySQL's MAX_EXECUTION_TIME hint; each ignores
 // the other's comment), rather than keep a server thread after the client went: 503.
 //
-// The wait covers rows in the index; createPetSQL closes the gap before that.
+// The wait covers rows in the index; createPetSQL (pets.go) closes the gap before that.
 //
 // Rejected: never handing out a cursor beyond a "certainly committed" watermark needs that
 // watermark, which InnoDB does not expose; committing in id order (a counter row locked until
@@ -84,25 +84,13 @@ func newListStatements(dialect string, timeout time.Duration) listStatements {
 	return listStatements{all: head + columns + all + lock, byStatus: head + columns + byStatus + lock}
 }
 
-// createPetSQL inserts a pet. It is INSERT ... SELECT, not INSERT ... VALUES, for InnoDB's
-// sake: a single-row INSERT takes its id under a short mutex and enters the row in the index
-// later in the statement (after its undo record), so a later id can commit and be paged past
-// before the earlier row exists to be waited for: a skip that the locking read of the listing
-// cannot see (1 in 3 runs of TestPagingUnderConcurrentWriters). INSERT ... SELECT holds the
-// table's AUTO-INC lock to the end of the statement, not of the transaction, under
-// innodb_autoinc_lock_mode 0 and 1 (MariaDB's default), so an id is in the index before the
-// next one is handed out. Mode 2 (MySQL 8's default; Galera) takes no such lock and keeps that
-// window of one statement. The cost is that inserts enter the index one at a time
-// (BenchmarkCreatePetParallel: no loss measured).
-const createPetSQL = "INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
-
 // list reads one page with one query, one row more than asked to learn whether more follow.
 func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
-	n, err := pageSize(sizeName, size)
+	n, err := models.PageSize(sizeName, size)
 	if err != nil {
 		return nil, false, err
 	}
-	afterID, err := decodeCursor(after)
+	afterID, err := models.DecodeCursor(after)
 	if err != nil {
 		return nil, false, err
 	}
@@ -116,7 +104,7 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 		rows, err = pool.QueryContext(ctx, r.listSQL.all, afterID, n+1)
 	}
 	if err != nil {
-		return nil, false, storeError(err)
+		return nil, false, store.APIError(err)
 	}
 	defer rows.Close()
 	pets := make([]models.Pet, 0, n+1)
@@ -126,7 +114,7 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	)
 	for rows.Next() {
 		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
-			return nil, false, storeError(err)
+			return nil, false, store.APIError(err)
 		}
 		p.Status = nil
 		if st.Valid {
@@ -135,7 +123,7 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 		pets = append(pets, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, storeError(err)
+		return nil, false, store.APIError(err)
 	}
 	if len(pets) > n {
 		return pets[:n], true, nil

@@ -7,30 +7,12 @@ package graph
 
 import (
 	"context"
-	"errors"
-	"petstore/apierr"
 	"petstore/models"
-	"petstore/store"
-
-	"gorm.io/gorm"
 )
 
 // CreatePet validates input and stores it. It returns INVALID_REQUEST naming the first bad field.
 func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (*models.Pet, error) {
-	if err := input.Validate(); err != nil {
-		return nil, err
-	}
-	pet := input.Pet()
-	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
-	defer cancel()
-	res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, createPetSQL, pet.Name, pet.CategoryID, pet.Status)
-	if err != nil {
-		return nil, storeError(err)
-	}
-	if pet.ID, err = res.LastInsertId(); err != nil {
-		return nil, storeError(err)
-	}
-	return &pet, nil
+	return r.create(ctx, input)
 }
 
 // Pets lists up to limit pets (default 20, 1 to 100) of the given status, ordered by id.
@@ -48,17 +30,7 @@ func (r *queryResolver) PetsConnection(ctx context.Context, first *int, after *s
 
 // Pet returns the pet with the given id, or NOT_FOUND.
 func (r *queryResolver) Pet(ctx context.Context, id int64) (*models.Pet, error) {
-	var pet models.Pet
-	db, cancel := r.conn(ctx)
-	defer cancel()
-	err := db.Select(petColumns).Take(&pet, id).Error
-	if errors.Is(err, gorm.ErrRecordNotFound) {
-		return nil, apierr.New(apierr.NotFound, "pet %d not found", id)
-	}
-	if err != nil {
-		return nil, storeError(err)
-	}
-	return &pet, nil
+	return r.get(ctx, id)
 }
 
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }

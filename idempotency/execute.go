@@ -26,7 +26,7 @@ func (s *Store) execute(c *gin.Context, cl *claim) {
 	tx := s.db.WithContext(txCtx).Begin()
 	if tx.Error != nil {
 		s.release(ctx, cl)
-		abort(c, dbError(tx.Error))
+		abort(c, store.APIError(tx.Error))
 		return
 	}
 	w := s.runHandler(c, txCtx, tx, cl)

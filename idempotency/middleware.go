@@ -56,7 +56,7 @@ func (s *Store) Middleware(c *gin.Context) {
 	case errors.Is(err, errContended):
 		inUse(c)
 	case err != nil:
-		abort(c, dbError(err))
+		abort(c, store.APIError(err))
 	case rec != nil:
 		respond(c, sc, rec)
 	default:
@@ -167,15 +167,6 @@ func inUse(c *gin.Context) {
 func abort(c *gin.Context, err error) {
 	apierr.Write(c.Writer, c.Request, err)
 	c.Abort()
-}
-
-// dbError is the client's view of a failed statement: 503 when the database could not answer,
-// else 500.
-func dbError(err error) error {
-	if store.Unavailable(err) {
-		return &apierr.Error{Code: apierr.Unavailable, Message: "the database is not answering; retry later", Err: err}
-	}
-	return apierr.Wrap(err)
 }
 
 // errNotRecorded is what a client sees when its answer could not be recorded: nothing was

@@ -1,8 +1,11 @@
 // Package models holds the GORM models that gqlgen binds the GraphQL schema to, so that REST
-// and GraphQL share one Pet and one PetStatus, and the parsing rules of their wire forms.
+// and GraphQL share one Pet and one PetStatus, and every rule about pets, each worded once for
+// both: a pet's name and category (pet.go), its status (status.go), identifiers (id.go), and the
+// page size and cursor of the listing (page.go).
 package models
 
 import (
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -14,6 +17,9 @@ const MaxNameLength = 255
 
 // MaxCategoryID is the largest category identifier (2^63-1).
 const MaxCategoryID = 1<<63 - 1
+
+// categoryIDField is the name of a pet's category, in JSON and in GraphQL.
+const categoryIDField = "categoryId"
 
 // Pet is an animal of the store. Status is nil when the pet has none.
 type Pet struct {
@@ -40,8 +46,11 @@ func (p NewPet) Validate() error {
 	if utf8.RuneCountInString(p.Name) > MaxNameLength {
 		return apierr.Invalid("name must be at most %d characters long", MaxNameLength)
 	}
-	if p.CategoryID < 1 {
+	if p.CategoryID == 0 {
 		return apierr.Invalid("categoryId is required: an integer from 1 to %d", int64(MaxCategoryID))
+	}
+	if p.CategoryID < 0 {
+		return IDError(categoryIDField, strconv.FormatInt(p.CategoryID, 10))
 	}
 	return nil
 }

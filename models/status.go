@@ -21,9 +21,6 @@ const (
 	PetStatusSold      PetStatus = "sold"
 )
 
-// AllPetStatus lists every status in the order of the schema.
-var AllPetStatus = []PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
-
 // statusValues are the three statuses, for StatusPtr to point into.
 var statusValues = [...]PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold}
 

@@ -11,7 +11,6 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"petstore/apierr"
-	"petstore/graph"
 	"petstore/internal/jsonbody"
 	"petstore/models"
 )
@@ -38,9 +37,9 @@ func listParams(rawQuery string) (listQuery, error) {
 		return lq, err
 	}
 	if limitText != nil {
-		n, err := strconv.Atoi(*limitText)
+		n, err := models.ParsePageSize("limit", *limitText)
 		if err != nil {
-			return lq, graph.LimitError("limit", *limitText)
+			return lq, err
 		}
 		lq.limit = &n
 	}
@@ -114,7 +113,7 @@ func decodeNewPet(r *http.Request) (models.NewPet, error) {
 	if len(in.CategoryID) > 0 && string(in.CategoryID) != "null" {
 		id, err := strconv.ParseInt(string(in.CategoryID), 10, 64)
 		if err != nil {
-			return models.NewPet{}, apierr.Invalid("categoryId must be a JSON integer from 1 to %d; got %s", int64(models.MaxCategoryID), in.CategoryID)
+			return models.NewPet{}, models.IDError("categoryId", string(in.CategoryID))
 		}
 		pet.CategoryID = id
 	}

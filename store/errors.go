@@ -10,7 +10,19 @@ import (
 
 	sqlite "github.com/glebarez/go-sqlite"
 	mysqldriver "github.com/go-sql-driver/mysql"
+
+	"petstore/apierr"
 )
+
+// APIError returns the API error of a statement that failed with err: unavailable (503, "retry
+// later") when Unavailable(err), else internal_error (500). Either way err is only logged,
+// never shown to the client. It is the one translation of database errors for every package.
+func APIError(err error) error {
+	if Unavailable(err) {
+		return &apierr.Error{Code: apierr.Unavailable, Message: "the database is not answering; retry later", Err: err}
+	}
+	return apierr.Wrap(err)
+}
 
 // MySQL server errors that say the server is overloaded or gave up, not that the statement
 // was wrong: too many connections, lock wait timeout, deadlock, query interrupted, query
