@@ -168,3 +168,26 @@ func BenchmarkGuessOverBudget(b *testing.B) {
 		})
 	}
 }
+
+// TestGuessesReadNoKeysWhileRedisFailsClosed is the attack of "the gate lets a guess through
+// to the key table when Redis fails": with PETSTORE_RATELIMIT_FAIL_OPEN=false the request is
+// answered 503 unavailable anyway, so it must be answered before the key table is read, or a
+// guesser reads keys without limit for as long as Redis is down.
+func TestGuessesReadNoKeysWhileRedisFailsClosed(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		cfg := config.Default()
+		cfg.RateLimit.FailOpen = false
+		down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
+		t.Cleanup(func() { _ = down.Close() })
+		h := newInstance(t, cfg, db, down)
+		api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
+		pool := countStatements(db.DB)
+		for i := range 5 {
+			resp := api.do(t, guess("203.0.113.11:5000"))
+			checkError(t, resp, http.StatusServiceUnavailable, apierr.Unavailable, "rate limiting")
+			if got := pool.keyReads.Load(); got != 0 {
+				t.Fatalf("guess %d while Redis is down (fail closed): got %d key-table reads; want 0", i+1, got)
+			}
+		}
+	})
+}

@@ -409,3 +409,31 @@ func petIDs(t *testing.T, resp response) []int64 {
 	}
 	return ids
 }
+
+// TestStuckPageFreesItsServerThread is the attack of "a page hangs a database thread longer
+// than the timeout": a page stuck behind a transaction that does not end answers 503 after
+// PETSTORE_DB_TIMEOUT, and its statement is gone from the server soon after, while the
+// transaction is still open, instead of waiting out innodb_lock_wait_timeout (50 s) on a
+// server thread after the client left.
+func TestStuckPageFreesItsServerThread(t *testing.T) {
+	db := dbtest.New(t, migrations.MySQL)
+	cfg := config.Default()
+	cfg.DBTimeout = 500 * time.Millisecond
+	api := newTestAPIConfig(t, db, cfg)
+	seedPets(t, api, 1)
+	stuck := beginInsert(t, db)
+	defer func() { _ = stuck.Rollback() }()
+	checkError(t, api.do(t, get("/v1/pets")), http.StatusServiceUnavailable, apierr.Unavailable, "retry")
+	for range 100 { // up to 2 s more
+		var n int
+		if err := db.SQL().QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST
+			WHERE ID <> CONNECTION_ID() AND INFO LIKE '%FROM pets%LOCK IN SHARE MODE%'`).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Error("the page's statement still runs on the server 2 s after its 503; want it ended by its own timeout")
+}

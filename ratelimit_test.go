@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -15,6 +16,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/rest"
 	"petstore/store"
 )
 
@@ -174,4 +176,70 @@ func TestUnmatchedV1AnswersAreCharged(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRateLimitHeadersOnOddAnswers is the attack of "some /v1 answer lacks the rate-limit
+// headers": HEAD, OPTIONS (with CORS off, and a plain OPTIONS with it on), GraphQL's own
+// refusals (413, 415, a WebSocket upgrade, a mutation over GET, a document that does not
+// parse), an oversized URL or header block, and the 503 of a database that is gone each carry
+// them; the answers the README lists as without them (the OpenAPI document, the playground
+// page and its assets, CORS preflights) carry none.
+func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
+	cfg := config.Default()
+	cfg.CORSOrigins = []string{"https://app.example"}
+	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
+	headers := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
+	gql := http.Header{"Content-Type": {"application/json"}}
+	preflight := http.Header{"Origin": {"https://app.example"}, "Access-Control-Request-Method": {"GET"}}
+	manyHeaders := http.Header{}
+	for i := range rest.MaxHeaderFields + 1 {
+		manyHeaders.Set(fmt.Sprintf("X-H%d", i), "x")
+	}
+	tests := []struct {
+		name string
+		req  request
+		want int
+	}{
+		{"HEAD", request{method: http.MethodHead, path: "/v1/pets"}, http.StatusMethodNotAllowed},
+		{"HEAD of the OpenAPI document", request{method: http.MethodHead, path: "/v1/openapi.json"}, http.StatusMethodNotAllowed},
+		{"plain OPTIONS", request{method: http.MethodOptions, path: "/v1/pets"}, http.StatusMethodNotAllowed},
+		{"GraphQL 413", request{method: http.MethodPost, path: "/v1/graphql", body: strings.Repeat(" ", rest.MaxBody) + "{}", header: gql}, http.StatusRequestEntityTooLarge},
+		{"GraphQL 415", request{method: http.MethodPost, path: "/v1/graphql", body: "{}", header: http.Header{"Content-Type": {"text/plain"}}}, http.StatusUnsupportedMediaType},
+		{"GraphQL WebSocket", request{method: http.MethodGet, path: "/v1/graphql", header: http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}}, http.StatusBadRequest},
+		{"GraphQL GET mutation", get("/v1/graphql?query=" + url.QueryEscape(`mutation { createPet(input: {name: "a", categoryId: 1}) { id } }`)), http.StatusMethodNotAllowed},
+		{"GraphQL parse error", request{method: http.MethodPost, path: "/v1/graphql", body: `{"query":"{"}`, header: http.Header{"Content-Type": {"application/json"}, "Accept": {"application/graphql-response+json"}}}, http.StatusBadRequest},
+		{"URL over 8 KiB", get("/v1/pets?x=" + strings.Repeat("a", rest.MaxURL)), http.StatusBadRequest},
+		{"too many header fields", request{method: http.MethodGet, path: "/v1/graphql", header: manyHeaders}, http.StatusBadRequest},
+	}
+	check := func(name string, req request, want int, carries bool) {
+		t.Helper()
+		resp := api.do(t, req)
+		if resp.status != want {
+			t.Errorf("%s: got %d %s; want %d", name, resp.status, resp.body, want)
+		}
+		for _, h := range headers {
+			if got := resp.header.Get(h) != ""; got != carries {
+				t.Errorf("%s: %s present %v; want %v", name, h, got, carries)
+			}
+		}
+	}
+	for _, tc := range tests {
+		check(tc.name, tc.req, tc.want, true)
+	}
+	for _, tc := range []struct {
+		name string
+		req  request
+		want int
+	}{
+		{"the OpenAPI document", get("/v1/openapi.json"), http.StatusOK},
+		{"the playground page", get("/v1/playground"), http.StatusOK},
+		{"a playground asset that is not there", get("/v1/playground/assets/nope.js"), http.StatusNotFound},
+		{"a CORS preflight", request{method: http.MethodOptions, path: "/v1/pets", header: preflight, noAuth: true}, http.StatusNoContent},
+	} {
+		check(tc.name, tc.req, tc.want, false)
+	}
+	if err := api.db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	check("GraphQL with the database gone", request{method: http.MethodPost, path: "/v1/graphql", body: `{"query":"{ pets { id } }"}`, header: gql}, http.StatusOK, true)
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -70,6 +71,57 @@ func TestPasswordsNeverLeak(t *testing.T) {
 				if strings.Contains(out, p) {
 					t.Errorf("%v: the output shows %q of the password:\n%s", env, p, out)
 				}
+			}
+		}
+	}
+}
+
+// TestPasswordsNeverLeakFromAnyCommand is the attack of "a password leaks through another
+// command, a flag or a driver's error": every command, with the address in its variable or its
+// flag, against a server that refuses the password, demands TLS it does not speak, or is not
+// there (MySQL; Redis over TCP, TLS and a Unix socket); no piece of the password appears.
+func TestPasswordsNeverLeakFromAnyCommand(t *testing.T) {
+	mysqlDSN, sqlite := dbtest.DSN(t, "mysql"), dbtest.DSN(t, "sqlite")
+	hostPort := strings.TrimPrefix(mysqlDSN[strings.LastIndexByte(mysqlDSN, '@'):], "@")
+	hostPort = hostPort[:strings.IndexByte(hostPort, '/')]
+	const password = "Qx3%2FJv8" // Qx3/Jv8, escaped
+	var dbs, redises []string
+	for _, suffix := range []string{"", "?tls=true", "?tls=skip-verify", "?allowCleartextPasswords=true"} {
+		dbs = append(dbs, "mysql://nobody:"+password+"@"+hostPort+"/pets"+suffix)
+	}
+	for _, u := range []string{"redis://:%s@127.0.0.1:1/0", "rediss://:%s@127.0.0.1:1/0", "redis://nobody:%s@127.0.0.1:1/0",
+		"unix://:%s@/nonexistent/redis.sock?db=0", "redis://:%s@127.0.0.1:1/x"} {
+		redises = append(redises, strings.Replace(u, "%s", password, 1))
+	}
+	var runs [][]string // a command, then the variables it runs with, as NAME=VALUE
+	for _, db := range dbs {
+		for _, cmd := range [][]string{{"migrate"}, {"keys", "list"}, {"keys", "create", "--plan", "free"}, {"keys", "revoke", "1"}, {"serve"}} {
+			runs = append(runs, append(cmd, "--", "PETSTORE_DB="+db), append(slices.Clone(cmd), "--db", db, "--"))
+		}
+	}
+	for _, r := range redises {
+		runs = append(runs, []string{"serve", "--", "PETSTORE_DB=" + sqlite, "PETSTORE_REDIS_URL=" + r},
+			[]string{"serve", "--redis-url", r, "--", "PETSTORE_DB=" + sqlite})
+	}
+	for _, r := range runs {
+		i := slices.Index(r, "--")
+		args, env := r[:i], map[string]string{"PETSTORE_ADDR": "127.0.0.1:0"}
+		for _, kv := range r[i+1:] {
+			k, v, _ := strings.Cut(kv, "=")
+			env[k] = v
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stdout := &cancelOn{mark: "petstore listening", cancel: cancel}
+		var stderr bytes.Buffer
+		err := run(ctx, args, func(k string) string { return env[k] }, stdout, &stderr)
+		cancel()
+		out := stdout.buf.String() + stderr.String()
+		if err != nil {
+			out += err.Error()
+		}
+		for _, p := range []string{"Qx3", "Jv8"} {
+			if strings.Contains(out, p) {
+				t.Errorf("%v: the output shows %q of the password:\n%s", r, p, out)
 			}
 		}
 	}

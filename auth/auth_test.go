@@ -140,3 +140,44 @@ func TestCreateKeyRules(t *testing.T) {
 		}
 	}
 }
+
+// TestGuessFloodKeepsValidKeysCached is the attack of "a flood of unique guesses evicts valid
+// keys": once the cache of unknown keys is full of live guesses, it is emptied, but a key
+// found valid stays cached (no read while its lookup is fresh) and known valid (read again
+// without the address check when it expires, so that it is never refused for its address's
+// anonymous traffic).
+func TestGuessFloodKeepsValidKeysCached(t *testing.T) {
+	db := dbtest.New(t, "sqlite")
+	ctx := context.Background()
+	reads := countKeyReads(t, db.DB)
+	key, _, err := CreateKey(ctx, db.DB, TestPrefix, KeySpec{Plan: "free"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(1_800_000_000, 0)
+	a := NewAuthenticator(db.DB, TestPrefix, 10*time.Second)
+	a.now = func() time.Time { return now }
+	a.maxUnknown = 10
+	if _, err := a.Authenticate(ctx, "Bearer "+key); err != nil {
+		t.Fatal(err)
+	}
+	for range 5 * a.maxUnknown {
+		if _, err := a.Authenticate(ctx, "Bearer "+NewKey(TestPrefix)); apierr.From(err).Code != apierr.Unauthorized {
+			t.Fatalf("a guess: got %v; want unauthorized", err)
+		}
+	}
+	if n := len(a.unknown); n > a.maxUnknown {
+		t.Errorf("unknown keys cached: got %d; want at most %d", n, a.maxUnknown)
+	}
+	before := reads.Load()
+	if _, err := a.Authenticate(ctx, "Bearer "+key); err != nil {
+		t.Fatal(err)
+	}
+	if got := reads.Load() - before; got != 0 {
+		t.Errorf("the valid key after a flood of guesses: got %d key-table reads; want 0 (still cached)", got)
+	}
+	now = now.Add(time.Minute)
+	if !a.knownValid(Hash(key)) {
+		t.Error("the valid key after a flood of guesses, its lookup expired: not known valid; want known valid")
+	}
+}

@@ -21,9 +21,10 @@ const DefaultCacheTTL = 10 * time.Second
 // lookupTimeout bounds one read of the key table.
 const lookupTimeout = 5 * time.Second
 
-// maxCacheEntries bounds the cache, unknown keys included, so that guessed keys cannot grow it
-// without limit.
-const maxCacheEntries = 100_000
+// maxUnknownEntries bounds the cache of unknown and revoked keys, so that guessed keys cannot
+// grow it without limit. Valid keys are cached apart, never evicted by guesses: there are only
+// as many as the key table holds.
+const maxUnknownEntries = 100_000
 
 // Authenticator checks bearer keys: well-formedness without a database read, then a lookup of
 // the key's hash, cached for a bounded time so that a warm request reads no key table.
@@ -33,9 +34,11 @@ type Authenticator struct {
 	ttl    time.Duration
 	now    func() time.Time
 
-	mu      sync.RWMutex
-	entries map[string]cacheEntry // by key hash
-	flight  singleflight.Group
+	mu         sync.RWMutex
+	valid      map[string]cacheEntry // keys valid at their last lookup, by key hash
+	unknown    map[string]cacheEntry // keys unknown or revoked at their last lookup, by key hash
+	maxUnknown int                   // bound of unknown: maxUnknownEntries
+	flight     singleflight.Group
 }
 
 type cacheEntry struct {
@@ -49,7 +52,8 @@ func NewAuthenticator(db *gorm.DB, prefix string, ttl time.Duration) *Authentica
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
-	return &Authenticator{db: db, prefix: prefix, ttl: ttl, now: time.Now, entries: map[string]cacheEntry{}}
+	return &Authenticator{db: db, prefix: prefix, ttl: ttl, now: time.Now,
+		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries}
 }
 
 // Authenticate returns the principal of an Authorization header value. It returns an
@@ -76,7 +80,10 @@ func (a *Authenticator) cached(header string) (hash string, p *Principal, err er
 	}
 	hash = Hash(key)
 	a.mu.RLock()
-	e, ok := a.entries[hash]
+	e, ok := a.valid[hash]
+	if !ok {
+		e, ok = a.unknown[hash]
+	}
 	a.mu.RUnlock()
 	if !ok || a.now().After(e.expires) {
 		return hash, nil, nil
@@ -89,9 +96,9 @@ func (a *Authenticator) cached(header string) (hash string, p *Principal, err er
 // guess, since only a holder of a valid key can send it.
 func (a *Authenticator) knownValid(hash string) bool {
 	a.mu.RLock()
-	e, ok := a.entries[hash]
+	_, ok := a.valid[hash]
 	a.mu.RUnlock()
-	return ok && e.principal != nil
+	return ok
 }
 
 // lookup reads the key with hash from the key table, once for every caller waiting on it, and
@@ -131,22 +138,30 @@ func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (c
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if len(a.entries) >= maxCacheEntries {
-		a.evictExpired(now)
+	if e.principal != nil {
+		a.valid[hash] = e
+		delete(a.unknown, hash)
+		return e, nil
 	}
-	a.entries[hash] = e
+	delete(a.valid, hash)
+	if len(a.unknown) >= a.maxUnknown {
+		a.evictUnknown(now)
+	}
+	a.unknown[hash] = e
 	return e, nil
 }
 
-// evictExpired drops expired entries, or every entry when none has expired; a.mu is held.
-func (a *Authenticator) evictExpired(now time.Time) {
-	for h, e := range a.entries {
+// evictUnknown drops the expired entries of unknown keys, or all of them when more than half
+// are still live, so that the next eviction is at least half the bound of inserts away; a.mu
+// is held. Valid keys are not touched: a flood of guesses costs their holders nothing.
+func (a *Authenticator) evictUnknown(now time.Time) {
+	for h, e := range a.unknown {
 		if now.After(e.expires) {
-			delete(a.entries, h)
+			delete(a.unknown, h)
 		}
 	}
-	if len(a.entries) >= maxCacheEntries {
-		clear(a.entries)
+	if len(a.unknown) > a.maxUnknown/2 {
+		clear(a.unknown)
 	}
 }
 

@@ -94,7 +94,8 @@ func (l *Limiter) Middleware(c *gin.Context) {
 // suspended; if not, it answers the 429 the address gets (its headers, Retry-After, and a
 // rejection counted toward its suspension as Middleware counts one), and the key is never
 // read. Other requests pass untouched. Middleware then charges the key when it is valid, the
-// address otherwise. A store failure lets the request on: Middleware applies the failure policy.
+// address otherwise. A store failure fails closed here, as Middleware would (503, before the
+// read), or lets the request on when the limiter fails open.
 func (l *Limiter) Gate(c *gin.Context) {
 	if !auth.Pending(c) {
 		return
@@ -102,6 +103,9 @@ func (l *Limiter) Gate(c *gin.Context) {
 	r := c.Request
 	subj := AddrSubject(l.proxies.clientAddr(r))
 	d, err := l.store.Check(r.Context(), subj, l.anon)
+	if err != nil && !l.failOpen {
+		l.storeFailed(c, l.anon, err)
+	}
 	if err != nil || d.Outcome == Allowed {
 		return
 	}
