@@ -34,7 +34,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 	t.Helper()
 	cfg := config.Default()
-	h, err := newHandler(cfg, db, nil)
+	h, err := newHandler(cfg, db, nil, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}
