@@ -36,7 +36,7 @@ func statusWith(t *testing.T, dsn, key string) int {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	h, err := newHandler(config.Default(), db, nil)
+	h, err := newHandler(config.Default(), db, nil, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ func TestCORS(t *testing.T) {
 	db := dbtestSQLite(t)
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example"}
-	h, err := newHandler(cfg, db, nil)
+	h, err := newHandler(cfg, db, nil, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestCORS(t *testing.T) {
 		}
 	})
 	t.Run("no origins configured", func(t *testing.T) {
-		plain, err := newHandler(config.Default(), db, nil)
+		plain, err := newHandler(config.Default(), db, nil, new(drainer))
 		if err != nil {
 			t.Fatal(err)
 		}

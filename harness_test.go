@@ -39,7 +39,7 @@ func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 // newTestAPIConfig is newTestAPI with the settings of cfg.
 func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 	t.Helper()
-	h, err := newHandler(cfg, db, nil)
+	h, err := newHandler(cfg, db, nil, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}

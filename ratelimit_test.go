@@ -112,7 +112,7 @@ func TestTwoInstancesShareOneBudget(t *testing.T) {
 
 func newInstance(t testing.TB, cfg config.Config, db *store.DB, rdb *redis.Client) http.Handler {
 	t.Helper()
-	h, err := newHandler(cfg, db, rdb)
+	h, err := newHandler(cfg, db, rdb, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}

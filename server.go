@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -149,7 +150,8 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if rdb != nil {
 		defer rdb.Close()
 	}
-	handler, err := newHandler(cfg, db, rdb)
+	drain := new(drainer)
+	handler, err := newHandler(cfg, db, rdb, drain)
 	if err != nil {
 		return err
 	}
@@ -182,13 +184,49 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		return err
 	case <-ctx.Done():
 	}
+	return shutdown(srv, drain, cfg, errc)
+}
+
+// shutdown stops srv in two steps. For PETSTORE_DRAIN_DELAY the listener still accepts and
+// every request is served, but /readyz answers 503 and every answer carries Connection: close:
+// a balancer that checks /readyz marks the instance down, and keep-alive clients open their
+// next connection elsewhere. Then srv.Shutdown closes the listener and the idle connections
+// (no balancer sends on them any more) and waits up to PETSTORE_SHUTDOWN_TIMEOUT for the
+// requests in flight.
+func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan error) error {
+	drain.on.Store(true)
+	slog.Info("shutting down: /readyz answers 503, serving on for the drain delay", "drain_delay", cfg.DrainDelay)
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(cfg.DrainDelay):
+	}
 	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
-	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	if err := srv.Shutdown(ctx); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// drainer is the state of a shutdown: off until serve is told to stop.
+type drainer struct{ on atomic.Bool }
+
+// Draining reports whether shutdown has begun (rest.Deps.Draining).
+func (d *drainer) Draining() bool { return d.on.Load() }
+
+// Middleware asks the client to close its connection after each answer once shutdown has begun
+// (Go's server then closes it), so that its next request goes, through its balancer, to
+// another instance. Idle connections are left alone until srv.Shutdown: closing one while a
+// balancer sends a request on it would lose that request.
+func (d *drainer) Middleware(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if d.on.Load() {
+			w.Header().Set("Connection", "close")
+		}
+		next.ServeHTTP(w, r)
+	})
 }
 
 // serveDebug serves net/http/pprof's endpoints on their own listener at addr, away from the
@@ -233,13 +271,14 @@ func openRedis(url string) (*redis.Client, error) {
 	return redis.NewClient(opts), nil
 }
 
-// newHandler returns the service's whole HTTP handler.
-func newHandler(cfg config.Config, db *store.DB, rdb *redis.Client) (http.Handler, error) {
+// newHandler returns the service's whole HTTP handler, which drain tells when shutdown begins.
+func newHandler(cfg config.Config, db *store.DB, rdb *redis.Client, drain *drainer) (http.Handler, error) {
 	deps, err := newDeps(cfg, db, rdb)
 	if err != nil {
 		return nil, err
 	}
-	return rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)), nil
+	deps.Draining = drain.Draining
+	return drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), nil
 }
 
 // newDeps wires the resolvers, GraphQL, auth and the rate limiter (in Redis when rdb is not

@@ -30,6 +30,7 @@ type Config struct {
 	Pool            store.Pool    // MySQL connection pool
 	DBTimeout       time.Duration // how long one database statement may take before the request fails with 503
 	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
+	DrainDelay      time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	HeaderTimeout   time.Duration // how long a client may take to send the request headers
 	BodyTimeout     time.Duration // how long a client may take to send the whole request
@@ -40,6 +41,11 @@ type Config struct {
 	GraphQL         graph.Options
 	RateLimit       ratelimit.Config
 }
+
+// DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
+// every second or two has marked the instance down well within it. Development has none, so
+// that Ctrl-C stops `make run` at once.
+const DefaultDrainDelay = 5 * time.Second
 
 // Default returns the settings used where neither a variable nor a flag says otherwise.
 func Default() Config {
@@ -52,6 +58,7 @@ func Default() Config {
 		Pool:            store.DefaultPool,
 		DBTimeout:       5 * time.Second,
 		KeyCacheTTL:     auth.DefaultCacheTTL,
+		DrainDelay:      DefaultDrainDelay,
 		ShutdownTimeout: 20 * time.Second,
 		HeaderTimeout:   5 * time.Second,
 		BodyTimeout:     30 * time.Second,
@@ -79,6 +86,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.Pool.MaxIdleTime, "db-conn-max-idle-time", c.Pool.MaxIdleTime, "MySQL: close connections idle this long")
 	fs.DurationVar(&c.DBTimeout, "db-timeout", c.DBTimeout, "longest a database statement may take before the request answers 503")
 	fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
+	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "how long SIGTERM keeps serving with /readyz answering 503, so that balancers move away, before draining (default 0 in development)")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "how long a client may take to send the request headers (slowloris bound)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
@@ -132,7 +140,17 @@ func Parse(fs *flag.FlagSet, c *Config, args []string, getenv func(string) strin
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	if c.Env == "development" && !isSet(fs, "drain-delay") {
+		c.DrainDelay = 0
+	}
 	return c.Validate()
+}
+
+// isSet reports whether a variable or a flag set the flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // EnvName returns the variable of a flag: addr is PETSTORE_ADDR.
@@ -154,6 +172,9 @@ func (c Config) Validate() error {
 	}
 	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
 		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
+	}
+	if c.DrainDelay < 0 {
+		return errors.New("PETSTORE_DRAIN_DELAY must not be negative")
 	}
 	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
 		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
@@ -184,6 +205,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.String("redis", secret.Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
+		slog.Duration("drain_delay", c.DrainDelay),
 		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
 	)
 }

@@ -40,10 +40,38 @@ func TestInvalidSettings(t *testing.T) {
 	for _, env := range []map[string]string{
 		{"PETSTORE_ENV": "prod"}, {"PETSTORE_DB_MAX_OPEN": "0"}, {"PETSTORE_DB_MAX_OPEN": "many"},
 		{"PETSTORE_STAGING_URL": "https://staging.example.com/v2"}, {"PETSTORE_SHUTDOWN_TIMEOUT": "0s"},
-		{"PETSTORE_LOG_LEVEL": "loud"},
+		{"PETSTORE_LOG_LEVEL": "loud"}, {"PETSTORE_DRAIN_DELAY": "-1s"},
 	} {
 		if _, err := parse(t, env); err == nil {
 			t.Errorf("%v: got success; want an error", env)
 		}
+	}
+}
+
+// TestDrainDelay checks the drain delay's defaults: none in development, so that Ctrl-C stops
+// at once, DefaultDrainDelay elsewhere, and what a variable or flag says in either.
+func TestDrainDelay(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		args []string
+		want time.Duration
+	}{
+		{"development", nil, nil, 0},
+		{"production", map[string]string{"PETSTORE_ENV": "production"}, nil, DefaultDrainDelay},
+		{"staging", map[string]string{"PETSTORE_ENV": "staging"}, nil, DefaultDrainDelay},
+		{"development variable", map[string]string{"PETSTORE_DRAIN_DELAY": "2s"}, nil, 2 * time.Second},
+		{"development flag", nil, []string{"--drain-delay", "3s"}, 3 * time.Second},
+		{"production zero", map[string]string{"PETSTORE_ENV": "production", "PETSTORE_DRAIN_DELAY": "0s"}, nil, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := parse(t, tt.env, tt.args...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.DrainDelay != tt.want {
+				t.Errorf("got %v; want %v", c.DrainDelay, tt.want)
+			}
+		})
 	}
 }

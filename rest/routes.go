@@ -33,6 +33,7 @@ type Deps struct {
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
+	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
 }
 
 // Limiter is the rate limiter as the router places it (ratelimit.Limiter).
@@ -69,7 +70,7 @@ func NewRouter(d Deps) *gin.Engine {
 	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", ready(d.Ready))
+	r.GET("/readyz", ready(d.Ready, d.Draining))
 	if d.Metrics != nil {
 		r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
 	}
@@ -159,9 +160,14 @@ func graphQLPost(h http.Handler) gin.HandlerFunc {
 	}
 }
 
-// ready answers /readyz: 200 while check passes, else 503 unavailable.
-func ready(check func(context.Context) error) gin.HandlerFunc {
+// ready answers /readyz: 200 while check passes and the instance is not draining, else 503
+// unavailable.
+func ready(check func(context.Context) error, draining func() bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
+		if draining != nil && draining() {
+			writeError(c, apierr.New(apierr.Unavailable, "the instance is shutting down"))
+			return
+		}
 		if check != nil {
 			ctx, cancel := context.WithTimeout(c.Request.Context(), 2*time.Second)
 			defer cancel()
