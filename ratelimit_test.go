@@ -16,6 +16,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/internal/jsonbody"
 	"petstore/rest"
 	"petstore/store"
 )
@@ -203,7 +204,7 @@ func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
 		{"HEAD", request{method: http.MethodHead, path: "/v1/pets"}, http.StatusMethodNotAllowed},
 		{"HEAD of the OpenAPI document", request{method: http.MethodHead, path: "/v1/openapi.json"}, http.StatusMethodNotAllowed},
 		{"plain OPTIONS", request{method: http.MethodOptions, path: "/v1/pets"}, http.StatusMethodNotAllowed},
-		{"GraphQL 413", request{method: http.MethodPost, path: "/v1/graphql", body: strings.Repeat(" ", rest.MaxBody) + "{}", header: gql}, http.StatusRequestEntityTooLarge},
+		{"GraphQL 413", request{method: http.MethodPost, path: "/v1/graphql", body: strings.Repeat(" ", jsonbody.MaxBytes) + "{}", header: gql}, http.StatusRequestEntityTooLarge},
 		{"GraphQL 415", request{method: http.MethodPost, path: "/v1/graphql", body: "{}", header: http.Header{"Content-Type": {"text/plain"}}}, http.StatusUnsupportedMediaType},
 		{"GraphQL WebSocket", request{method: http.MethodGet, path: "/v1/graphql", header: http.Header{"Upgrade": {"websocket"}, "Connection": {"Upgrade"}}}, http.StatusBadRequest},
 		{"GraphQL GET mutation", get("/v1/graphql?query=" + url.QueryEscape(`mutation { createPet(input: {name: "a", categoryId: 1}) { id } }`)), http.StatusMethodNotAllowed},

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -193,18 +192,12 @@ func negotiate(accept string) string {
 	return best
 }
 
-// readBody reads the body of a POST; it refuses a body that cannot be read (413 past
-// http.MaxBytesReader's limit) and a batch: a JSON array of operations.
+// readBody reads the body of a POST as jsonbody.Read does (413 past jsonbody.MaxBytes), and
+// refuses a batch: a JSON array of operations.
 func readBody(r *http.Request) ([]byte, *apierr.Error) {
-	if r.Body == nil {
-		return nil, nil
-	}
-	body, err := io.ReadAll(r.Body)
+	body, err := jsonbody.Read(r.Body)
 	if err != nil {
-		if errors.As(err, new(*http.MaxBytesError)) {
-			return nil, apierr.New(apierr.PayloadTooLarge, "the request body is too large")
-		}
-		return nil, apierr.Invalid("the request body could not be read")
+		return nil, apierr.From(err)
 	}
 	if trimmed := bytes.TrimLeft(body, " \t\r\n"); len(trimmed) > 0 && trimmed[0] == '[' {
 		return nil, apierr.Invalid("batched requests (a JSON array of operations) are not supported: send one operation per request")

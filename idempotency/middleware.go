@@ -14,6 +14,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/internal/jsonbody"
 	"petstore/store"
 )
 
@@ -31,7 +32,7 @@ const MaxKeyLength = 255
 // Middleware makes the route after it safe to retry. Place it after auth.Require and the
 // body limit, right before the handler. A request without an Idempotency-Key header passes
 // through untouched. Otherwise it answers 400 invalid_request for a malformed header or one
-// sent twice, 413 payload_too_large for a body over Config.MaxBody, 422
+// sent twice, 413 payload_too_large for a body over jsonbody.MaxBytes, 422
 // idempotency_key_reused when the key was used for another request, 409
 // idempotency_key_in_use (Retry-After: 1) while the first request holds the key, the recorded
 // answer with Idempotent-Replayed: true when it has one, 503 unavailable when the database
@@ -99,22 +100,19 @@ func (s *Store) scopeOf(c *gin.Context, key string) (scope, error) {
 	if p == nil {
 		return scope{}, apierr.Wrap(errors.New("idempotency: Middleware runs before auth.Require"))
 	}
-	body, err := s.readBody(c.Request)
+	body, err := readBody(c.Request)
 	if err != nil {
 		return scope{}, err
 	}
 	return scope{keyID: p.KeyID, key: key, hash: fingerprint(c.Request.Method, c.FullPath(), body)}, nil
 }
 
-// readBody reads r's body, at most MaxBody bytes, and replaces it by a reader of the bytes
-// read.
-func (s *Store) readBody(r *http.Request) ([]byte, error) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, s.cfg.MaxBody+1))
-	if errors.As(err, new(*http.MaxBytesError)) || int64(len(body)) > s.cfg.MaxBody {
-		return nil, apierr.New(apierr.PayloadTooLarge, "the request body must be at most %d bytes", s.cfg.MaxBody)
-	}
+// readBody reads r's body (jsonbody.Read: at most jsonbody.MaxBytes) and replaces it by a
+// reader of the bytes read.
+func readBody(r *http.Request) ([]byte, error) {
+	body, err := jsonbody.Read(r.Body)
 	if err != nil {
-		return nil, apierr.Invalid("the request body could not be read")
+		return nil, err
 	}
 	r.Body = io.NopCloser(bytes.NewReader(body))
 	return body, nil

@@ -8,6 +8,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/internal/dbtest"
+	"petstore/internal/jsonbody"
 	"petstore/migrations"
 	"petstore/store"
 )
@@ -203,9 +204,10 @@ func TestKeysAreCaseSensitive(t *testing.T) {
 
 func TestBodyLimit(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		f := newFixture(t, db, func(c *Config) { c.MaxBody = int64(len(rex)) })
-		wantStatus(t, f.send(t, call{key: "fits", body: rex}), http.StatusCreated)
-		wantError(t, f.send(t, call{key: "big", body: rex + " "}), 413, apierr.PayloadTooLarge, "body")
+		f := newFixture(t, db, nil)
+		fits := rex + strings.Repeat(" ", jsonbody.MaxBytes-len(rex))
+		wantStatus(t, f.send(t, call{key: "fits", body: fits}), http.StatusCreated)
+		wantError(t, f.send(t, call{key: "big", body: fits + " "}), 413, apierr.PayloadTooLarge, "body")
 		if got := f.count(t, "idempotency_keys"); got != 1 {
 			t.Errorf("records: got %d; want 1", got)
 		}
@@ -223,7 +225,6 @@ func TestNewValidates(t *testing.T) {
 		{"lease as long as the TTL", func(c *Config) { c.Lease = c.TTL }},
 		{"no query timeout", func(c *Config) { c.QueryTimeout = 0 }},
 		{"no purge batch", func(c *Config) { c.PurgeBatch = 0 }},
-		{"no body", func(c *Config) { c.MaxBody = 0 }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()

@@ -43,8 +43,6 @@ type Config struct {
 	// PurgeBatch bounds the rows one DELETE of Purge removes, so that a purge never holds the
 	// table (or SQLite's one connection) for long.
 	PurgeBatch int
-	// MaxBody bounds the request body read to fingerprint it: 1 MiB, the service's limit.
-	MaxBody int64
 	// Now is the clock; nil means time.Now. Every time is computed here, not in the database.
 	Now func() time.Time
 }
@@ -58,7 +56,6 @@ func DefaultConfig() Config {
 		Lease:        2 * time.Minute,
 		QueryTimeout: 5 * time.Second,
 		PurgeBatch:   1000,
-		MaxBody:      1 << 20,
 	}
 }
 
@@ -110,8 +107,8 @@ func (c Config) validate() error {
 		return fmt.Errorf("idempotency: TTL must be at least %v; got %v", MinTTL, c.TTL)
 	case c.Lease <= 0 || c.Lease >= c.TTL:
 		return fmt.Errorf("idempotency: Lease must be positive and shorter than TTL; got %v", c.Lease)
-	case c.QueryTimeout <= 0 || c.PurgeBatch <= 0 || c.MaxBody <= 0:
-		return errors.New("idempotency: QueryTimeout, PurgeBatch and MaxBody must be positive")
+	case c.QueryTimeout <= 0 || c.PurgeBatch <= 0:
+		return errors.New("idempotency: QueryTimeout and PurgeBatch must be positive")
 	}
 	return nil
 }

@@ -1,8 +1,6 @@
 package rest
 
 import (
-	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"net/url"
@@ -14,9 +12,6 @@ import (
 	"petstore/internal/jsonbody"
 	"petstore/models"
 )
-
-// MaxBody is the largest request body the service reads: 1 MiB.
-const MaxBody = 1 << 20
 
 // listQuery is the query of GET /v1/pets.
 type listQuery struct {
@@ -93,7 +88,7 @@ type newPetBody struct {
 	Status     *models.PetStatus `json:"status"`
 }
 
-// decodeNewPet reads the body of POST /v1/pets: a JSON object of at most MaxBody bytes, sent
+// decodeNewPet reads the body of POST /v1/pets: a JSON object of at most jsonbody.MaxBytes, sent
 // as application/json and read as jsonbody.Decode reads every body. Unknown members (and
 // "Name", "NAME": member names are exact), and a client-sent id, are ignored. The rules on
 // the values themselves are the resolver's.
@@ -126,14 +121,5 @@ func readJSON(r *http.Request) ([]byte, error) {
 	if err != nil || mt != "application/json" {
 		return nil, apierr.New(apierr.UnsupportedMediaType, "Content-Type must be application/json; got %q", r.Header.Get("Content-Type"))
 	}
-	body, err := io.ReadAll(r.Body)
-	if maxErr := new(http.MaxBytesError); errors.As(err, &maxErr) {
-		return nil, errTooLarge
-	}
-	if err != nil {
-		return nil, apierr.Invalid("the request body could not be read")
-	}
-	return body, nil
+	return jsonbody.Read(r.Body)
 }
-
-var errTooLarge = apierr.New(apierr.PayloadTooLarge, "the request body must be at most %d bytes (1 MiB)", MaxBody)

@@ -11,7 +11,9 @@ import (
 	"testing"
 
 	"github.com/gin-gonic/gin"
+
 	"petstore/apierr"
+	"petstore/internal/jsonbody"
 
 	"petstore/auth"
 )
@@ -56,7 +58,7 @@ func FuzzDecodeNewPet(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body, contentType string) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/pets", strings.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
-		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, MaxBody)
+		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, jsonbody.MaxBytes)
 		pet, err := decodeNewPet(r)
 		if err != nil {
 			if s := apierr.From(err).Status(); s < 400 || s > 499 {

@@ -5,7 +5,6 @@ package rest
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"net/http"
 	"slices"
@@ -17,6 +16,7 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/graph"
+	"petstore/internal/jsonbody"
 	"petstore/observe"
 )
 
@@ -132,27 +132,23 @@ func underV1(hs []gin.HandlerFunc) []gin.HandlerFunc {
 	return out
 }
 
-// limitBody refuses bodies over MaxBody: at once when Content-Length says so, else when the
+// limitBody refuses bodies over jsonbody.MaxBytes: at once when Content-Length says so, else when the
 // reader passes the limit.
 func limitBody(c *gin.Context) {
-	if c.Request.ContentLength > MaxBody {
-		writeError(c, errTooLarge)
+	if c.Request.ContentLength > jsonbody.MaxBytes {
+		writeError(c, jsonbody.ErrTooLarge)
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, MaxBody)
+	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, jsonbody.MaxBytes)
 }
 
-// graphQLPost reads the body of a GraphQL POST before gqlgen does, so that a body over MaxBody
-// gets the same 413 Error body as REST rather than a GraphQL error.
+// graphQLPost reads the body of a GraphQL POST before gqlgen does, so that a body over
+// jsonbody.MaxBytes gets the same 413 Error body as REST rather than a GraphQL error.
 func graphQLPost(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		body, err := io.ReadAll(c.Request.Body)
+		body, err := jsonbody.Read(c.Request.Body)
 		if err != nil {
-			if errors.As(err, new(*http.MaxBytesError)) {
-				writeError(c, errTooLarge)
-			} else {
-				writeError(c, apierr.Invalid("the request body could not be read"))
-			}
+			writeError(c, err)
 			return
 		}
 		c.Request.Body = io.NopCloser(bytes.NewReader(body))
