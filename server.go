@@ -317,7 +317,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
 	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
-	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL)
+	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	return rest.Deps{
 		Resolver:   resolver,
 		GraphQL:    graph.NewHandler(resolver, gqlOpts),

@@ -12,14 +12,12 @@ import (
 
 	"petstore/apierr"
 	"petstore/models"
+	"petstore/store"
 )
 
 // DefaultCacheTTL bounds how long a server keeps trusting a cached key lookup: a revoked key
 // stops working within this time.
 const DefaultCacheTTL = 10 * time.Second
-
-// lookupTimeout bounds one read of the key table.
-const lookupTimeout = 5 * time.Second
 
 // maxUnknownEntries bounds the cache of unknown and revoked keys, so that guessed keys cannot
 // grow it without limit. Valid keys are cached apart, never evicted by guesses: there are only
@@ -29,10 +27,11 @@ const maxUnknownEntries = 100_000
 // Authenticator checks bearer keys: well-formedness without a database read, then a lookup of
 // the key's hash, cached for a bounded time so that a warm request reads no key table.
 type Authenticator struct {
-	db     *gorm.DB
-	prefix string
-	ttl    time.Duration
-	now    func() time.Time
+	db           *gorm.DB
+	prefix       string
+	ttl          time.Duration
+	queryTimeout time.Duration
+	now          func() time.Time
 
 	mu         sync.RWMutex
 	valid      map[string]cacheEntry // keys valid at their last lookup, by key hash
@@ -47,12 +46,16 @@ type cacheEntry struct {
 }
 
 // NewAuthenticator returns an Authenticator for the keys with prefix stored in db, caching
-// each lookup for ttl (DefaultCacheTTL when ttl is zero or negative).
-func NewAuthenticator(db *gorm.DB, prefix string, ttl time.Duration) *Authenticator {
+// each lookup for ttl (DefaultCacheTTL when ttl is zero or negative) and giving each read of
+// the key table at most queryTimeout (store.DefaultTimeout when zero or negative).
+func NewAuthenticator(db *gorm.DB, prefix string, ttl, queryTimeout time.Duration) *Authenticator {
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
-	return &Authenticator{db: db, prefix: prefix, ttl: ttl, now: time.Now,
+	if queryTimeout <= 0 {
+		queryTimeout = store.DefaultTimeout
+	}
+	return &Authenticator{db: db, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
 		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries}
 }
 
@@ -107,7 +110,7 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, er
 	now := a.now()
 	v, err, _ := a.flight.Do(hash, func() (any, error) {
 		// Shared by every caller waiting on this key: not cancelled with the first one.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), lookupTimeout)
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.queryTimeout)
 		defer cancel()
 		return a.load(ctx, hash, now)
 	})

@@ -56,7 +56,7 @@ func Default() Config {
 		PublicURL:       "https://api.petstore.example/v1",
 		StagingURL:      "https://staging.api.petstore.example/v1",
 		Pool:            store.DefaultPool,
-		DBTimeout:       5 * time.Second,
+		DBTimeout:       store.DefaultTimeout,
 		KeyCacheTTL:     auth.DefaultCacheTTL,
 		DrainDelay:      DefaultDrainDelay,
 		ShutdownTimeout: 20 * time.Second,

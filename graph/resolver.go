@@ -9,9 +9,6 @@ import (
 	"petstore/store"
 )
 
-// DefaultQueryTimeout bounds one database statement of a resolver.
-const DefaultQueryTimeout = 5 * time.Second
-
 // Resolver is the dependency-injection point of the resolvers, and the one place of business
 // logic: REST calls the same resolvers that GraphQL runs. Resolvers return *apierr.Error values
 // (invalid_request, not_found, unavailable, internal_error) and never use GraphQL-only context,

@@ -21,6 +21,8 @@ import (
 	"fmt"
 	"time"
 
+	"petstore/store"
+
 	"gorm.io/gorm"
 )
 
@@ -54,7 +56,7 @@ func DefaultConfig() Config {
 	return Config{
 		TTL:          MinTTL,
 		Lease:        2 * time.Minute,
-		QueryTimeout: 5 * time.Second,
+		QueryTimeout: store.DefaultTimeout,
 		PurgeBatch:   1000,
 	}
 }

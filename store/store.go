@@ -35,6 +35,12 @@ type Pool struct {
 	MaxIdleTime time.Duration
 }
 
+// DefaultTimeout is the longest one statement may take unless PETSTORE_DB_TIMEOUT says
+// otherwise: a database that does not answer within it makes the request fail with 503
+// unavailable instead of hanging. Every package that runs statements takes its timeout from
+// the configuration, whose default this is.
+const DefaultTimeout = 5 * time.Second
+
 // DefaultPool is the pool used when no setting overrides it.
 var DefaultPool = Pool{MaxOpen: 16, MaxIdle: 16, MaxLifetime: 5 * time.Minute, MaxIdleTime: time.Minute}
 
