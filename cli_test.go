@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io/fs"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -125,6 +129,34 @@ func TestConfigErrors(t *testing.T) {
 		err := run(context.Background(), []string{"migrate"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil {
 			t.Errorf("%v: got success; want an error", env)
+		}
+	}
+}
+
+// TestBadSettingsChangeNothing checks that every setting is checked before the service touches
+// anything: a setting that only a later step would refuse (the idempotency TTL, a rate-limit
+// rule) stops serve and migrate before a database is created or migrated.
+func TestBadSettingsChangeNothing(t *testing.T) {
+	for _, bad := range []map[string]string{
+		{"PETSTORE_IDEMPOTENCY_TTL": "1h"},
+		{"PETSTORE_SUSPEND_BASE": "2h", "PETSTORE_SUSPEND_MAX": "1h"},
+		{"PETSTORE_TRUSTED_PROXIES": "10.0.0.0/33"},
+	} {
+		for _, cmd := range []string{"serve", "migrate"} {
+			path := filepath.Join(t.TempDir(), "petstore.db")
+			getenv := func(k string) string {
+				if k == "PETSTORE_DB" {
+					return "sqlite:" + path
+				}
+				return bad[k]
+			}
+			var out bytes.Buffer
+			if err := run(context.Background(), []string{cmd, "--addr", "127.0.0.1:0"}, getenv, &out, &out); err == nil {
+				t.Errorf("%s with %v: got success; want an error", cmd, bad)
+			}
+			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("%s with %v: the database exists (stat: %v); want nothing created", cmd, bad, err)
+			}
 		}
 	}
 }

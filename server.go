@@ -335,9 +335,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 
 // newIdempotency returns the store of Idempotency-Key records.
 func newIdempotency(cfg config.Config, db *store.DB) (*idempotency.Store, error) {
-	c := idempotency.DefaultConfig()
-	c.TTL, c.QueryTimeout = cfg.IdempotencyTTL, cfg.DBTimeout
-	return idempotency.New(db.DB, c)
+	return idempotency.New(db.DB, cfg.Idempotency())
 }
 
 // printDevKey creates and prints a development key when the database has no key at all.

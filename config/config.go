@@ -13,6 +13,7 @@ import (
 
 	"petstore/auth"
 	"petstore/graph"
+	"petstore/idempotency"
 	"petstore/ratelimit"
 	"petstore/secret"
 	"petstore/store"
@@ -158,7 +159,8 @@ func EnvName(flagName string) string {
 	return "PETSTORE_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
-// Validate reports the first setting that cannot work.
+// Validate reports the first setting that cannot work. Parse calls it: every setting is checked
+// here, before the service opens, migrates or changes anything.
 func (c Config) Validate() error {
 	switch c.Env {
 	case "development", "staging", "production":
@@ -179,7 +181,20 @@ func (c Config) Validate() error {
 	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
 		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
 	}
+	if err := c.Idempotency().Validate(); err != nil {
+		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)
+	}
+	if err := c.RateLimit.Validate(); err != nil {
+		return fmt.Errorf("rate limits: %w", err)
+	}
 	return c.validateAddresses()
+}
+
+// Idempotency returns the settings of the Idempotency-Key records.
+func (c Config) Idempotency() idempotency.Config {
+	ic := idempotency.DefaultConfig()
+	ic.TTL, ic.QueryTimeout = c.IdempotencyTTL, c.DBTimeout
+	return ic
 }
 
 // validateAddresses checks that the addresses that may carry a password parse with it in its

@@ -75,7 +75,7 @@ func New(db *gorm.DB, cfg Config) (*Store, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	dialect := db.Dialector.Name()
@@ -103,7 +103,9 @@ func unprepared(db *gorm.DB) *gorm.DB {
 	return u
 }
 
-func (c Config) validate() error {
+// Validate reports the first setting of c that cannot work. New calls it; config calls it too,
+// so that a bad setting stops the service before it changes anything.
+func (c Config) Validate() error {
 	switch {
 	case c.TTL < MinTTL:
 		return fmt.Errorf("idempotency: TTL must be at least %v; got %v", MinTTL, c.TTL)

@@ -68,7 +68,12 @@ func DefaultConfig() Config {
 }
 
 // validate reports the first setting that cannot work.
-func (c Config) validate() error {
+// Validate reports the first setting of c that cannot work. New calls it; config calls it too,
+// so that a bad setting stops the service before it changes anything.
+func (c Config) Validate() error {
+	if _, err := parseProxies(c.TrustedProxies); err != nil {
+		return err
+	}
 	switch {
 	case c.AnonymousPerMinute < 1:
 		return fmt.Errorf("AnonymousPerMinute must be at least 1; got %d", c.AnonymousPerMinute)

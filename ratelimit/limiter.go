@@ -40,13 +40,10 @@ func New(cfg Config, store Store) (*Limiter, error) {
 	if store == nil {
 		return nil, errors.New("ratelimit: nil Store")
 	}
-	if err := cfg.validate(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
-	ps, err := parseProxies(cfg.TrustedProxies)
-	if err != nil {
-		return nil, fmt.Errorf("ratelimit: %w", err)
-	}
+	ps, _ := parseProxies(cfg.TrustedProxies) // checked by Validate
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
