@@ -18,18 +18,20 @@ func hostileDocuments() map[string]string {
 	const sel, defs = graph.MaxDocumentSelections, graph.MaxDocumentDefinitions
 	frags := numbered(defs-1, "fragment F%d on Query { a%d: __typename }")
 	return map[string]string{
-		"refused: 10,000 __typename":        "{" + strings.Repeat(" __typename", graph.DefaultTokenLimit-3) + " }",
-		"refused: 150 unknown fragments":    "{ " + spreads(150) + " }",
-		"200 __typename":                    "{" + strings.Repeat(" __typename", sel) + " }",
-		"100 conflicting aliases":           "{" + strings.Repeat(" p: pet(id: 1) { id } p: pet(id: 2) { id }", sel/4) + " }",
-		"50 same fields with subselections": "{" + strings.Repeat(" pets { id name categoryId }", sel/4) + " }",
-		"49 fragments spread together":      "{ " + spreads(defs-1) + " }\n" + frags,
-		"49 operations, one fragment":       numbered(defs-1, "query Q%d { ...F }") + "\nfragment F on Query {" + strings.Repeat(" __typename", sel-defs) + " }",
-		"a chain of 49 fragments":           "{ ...F0 }\n" + chain(defs-2),
-		"3,300 repeated input fields":       "mutation { createPet(input: {" + strings.Repeat(` name: "a"`, (graph.DefaultTokenLimit-20)/3) + ` categoryId: 1 }) { id } }`,
-		"5,000 list values":                 "{ pets(limit: [" + strings.Repeat(" 1", graph.DefaultTokenLimit/2) + "]) { id } }",
-		"1,600 unused variables":            "query(" + numbered(graph.DefaultTokenLimit/6, "$v%d: Int = %d") + ") { __typename }",
-		"1 MiB of comment":                  "{ __typename }\n#" + strings.Repeat("x", 1<<20-64),
+		"refused: 10,000 __typename":         "{" + strings.Repeat(" __typename", graph.DefaultTokenLimit-3) + " }",
+		"refused: 150 unknown fragments":     "{ " + spreads(150) + " }",
+		"200 __typename":                     "{" + strings.Repeat(" __typename", sel) + " }",
+		"100 conflicting aliases":            "{" + strings.Repeat(" p: pet(id: 1) { id } p: pet(id: 2) { id }", sel/4) + " }",
+		"50 same fields with subselections":  "{" + strings.Repeat(" pets { id name categoryId }", sel/4) + " }",
+		"49 fragments spread together":       "{ " + spreads(defs-1) + " }\n" + frags,
+		"49 operations, one fragment":        numbered(defs-1, "query Q%d { ...F }") + "\nfragment F on Query {" + strings.Repeat(" __typename", sel-defs) + " }",
+		"a chain of 49 fragments":            "{ ...F0 }\n" + chain(defs-2),
+		"3,300 repeated input fields":        "mutation { createPet(input: {" + strings.Repeat(` name: "a"`, (graph.DefaultTokenLimit-20)/3) + ` categoryId: 1 }) { id } }`,
+		"5,000 list values":                  "{ pets(limit: [" + strings.Repeat(" 1", graph.DefaultTokenLimit/2) + "]) { id } }",
+		"1,600 unused variables":             "query(" + numbered(graph.DefaultTokenLimit/6, "$v%d: Int = %d") + ") { __typename }",
+		"1 MiB of comment":                   "{ __typename }\n#" + strings.Repeat("x", 1<<20-64),
+		"1 MiB field name in 49 operations":  farReached(strings.Repeat("x", 1<<20-2048)),
+		"1 MiB enum string in 49 operations": farReached(`pets(status: "` + strings.Repeat("<", 1<<20-2048) + `") { id }`),
 	}
 }
 

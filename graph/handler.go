@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -114,6 +115,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	for _, ext := range extensions(opts, docs) {
 		srv.Use(ext)
 	}
+	srv.SetDisableSuggestion(true)
+	srv.SetValidationRulesFn(validationRules)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(normalizeCodes)
@@ -143,6 +146,12 @@ var keptCodes = map[string]bool{
 	"PERSISTED_QUERY_NOT_FOUND": true, // Apollo's clients then send the query with its hash
 }
 
+// MaxErrorMessageBytes is the longest message of an error in a response, in bytes: a longer
+// one, which quotes a long name or value the client sent, is cut there and ends in "…".
+// Validation may report an error for each walk of a fragment, 50 for one document, so that a
+// name of 1 MiB quoted in full would make a response 50 times the request.
+const MaxErrorMessageBytes = 512
+
 // presentError turns a resolver or input error into a GraphQL error. An *apierr.Error keeps its
 // code and message; an error gqlgen raised while reading the input is INVALID_REQUEST (but for
 // keptCodes); anything else is logged and presented as INTERNAL_ERROR without its details.
@@ -165,7 +174,21 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr = &gqlerror.Error{Message: "internal error", Path: gqlErr.Path, Locations: gqlErr.Locations}
 		setCode(gqlErr, apierr.Internal)
 	}
+	gqlErr.Message = shorten(gqlErr.Message, MaxErrorMessageBytes)
 	return gqlErr
+}
+
+// shorten returns msg cut to at most n bytes, at a character boundary, ending in "…" when cut.
+func shorten(msg string, n int) string {
+	const ellipsis = "…"
+	if len(msg) <= n {
+		return msg
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + ellipsis
 }
 
 // recoverPanic logs a resolver panic and answers INTERNAL_ERROR.

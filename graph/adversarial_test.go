@@ -1,0 +1,89 @@
+package graph_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"petstore/graph"
+)
+
+// farReached returns a document of 49 operations that each spread one fragment selecting
+// field: validation walks the fragment once for each operation and once on its own, and
+// reports its errors on each walk.
+func farReached(field string) string {
+	return numbered(graph.MaxDocumentDefinitions-1, "query Q%d { ...F }") + "\nfragment F on Query { " + field + " }"
+}
+
+// TestValidationSuggestsNothing checks that errors for unknown names carry no suggestion:
+// gqlparser works each out by an edit distance, in time the product of the lengths of the
+// name sent and of every name it could be, once per walk of the fragment that holds it. An
+// unknown field name of 1 MiB took a third of a second; spread by 49 operations, 17 seconds.
+func TestValidationSuggestsNothing(t *testing.T) {
+	long := strings.Repeat("x", 1<<20-2048)
+	for _, tc := range []struct {
+		name, query, msg string
+	}{
+		{"field", "{ petz { id } }", `Cannot query field "petz" on type "Query".`},
+		{"type of a fragment", "{ ...F } fragment F on Querz { __typename }", `Unknown type "Querz".`},
+		{"argument", "{ pets(limitt: 1) { id } }", `Unknown argument "limitt" on field "Query.pets".`},
+		{"enum value", "{ pets(status: AVAILABEL) { id } }", `Value "AVAILABEL" does not exist in "PetStatus" enum.`},
+		{"enum value as a string", `{ pets(status: "AVAILABLE") { id } }`, `Enum "PetStatus" cannot represent non-enum value: "AVAILABLE".`},
+		{"input field", `mutation { createPet(input: {nam: "Rex", name: "Rex", categoryId: 1}) { id } }`, `Field "nam" is not defined by type "NewPet".`},
+		{"1 MiB field name in 49 operations", farReached(long), `Cannot query field "xxxx`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, graph.DefaultOptions())
+			a := s.do(t, post(tc.query, acceptGraphQL))
+			s.checkRefused(t, a, http.StatusBadRequest, "INVALID_REQUEST", tc.msg)
+			for _, e := range a.errors {
+				if strings.Contains(e.Message, "Did you mean") {
+					t.Errorf("got message %.200q; want no suggestion", e.Message)
+				}
+			}
+		})
+	}
+}
+
+// TestErrorMessagesBounded checks that what a client sends is quoted in at most
+// graph.MaxErrorMessageBytes of each error message: a name or value of 1 MiB, quoted by each
+// of 50 errors, made a response of 52 MB; a cursor of 1 MiB in a variable, quoted by the
+// errors of ten root fields and escaped as JSON, one of 60 MB.
+func TestErrorMessagesBounded(t *testing.T) {
+	long := strings.Repeat("<", 1<<20-2048)
+	cursor, _ := json.Marshal(map[string]any{
+		"query":     "query($c: String) { " + numbered(graph.MaxQueryFields, "a%d: petsConnection(after: $c) { pageInfo { hasNextPage } }") + " }",
+		"variables": map[string]any{"c": long},
+	})
+	status, _ := json.Marshal(map[string]any{
+		"query":     "query($s: PetStatus) { pets(status: $s) { id } }",
+		"variables": map[string]any{"s": long},
+	})
+	for _, tc := range []struct {
+		name string
+		req  request
+	}{
+		{"field name in 49 operations", post(farReached(strings.Repeat("x", 1<<20-2048)), acceptGraphQL)},
+		{"string value in 49 operations", post(farReached(`pets(status: "`+long+`") { id }`), acceptGraphQL)},
+		{"number in 49 operations", post(farReached("pets(limit: "+strings.Repeat("9", 1<<20-2048)+") { id }"), acceptGraphQL)},
+		{"cursor variable in ten fields", request{method: http.MethodPost, target: "/", body: string(cursor)}},
+		{"enum variable", request{method: http.MethodPost, target: "/", body: string(status)}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, graph.DefaultOptions())
+			a := s.do(t, tc.req)
+			if len(a.errors) == 0 {
+				t.Fatalf("got %d %s; want errors", a.status, trim(a.body))
+			}
+			for _, e := range a.errors {
+				if len(e.Message) > graph.MaxErrorMessageBytes {
+					t.Fatalf("got a message of %d bytes (%.100q); want at most %d", len(e.Message), e.Message, graph.MaxErrorMessageBytes)
+				}
+			}
+			if max := 100 * (graph.MaxErrorMessageBytes*6 + 512); len(a.body) > max {
+				t.Errorf("got a body of %d bytes; want at most %d", len(a.body), max)
+			}
+		})
+	}
+}
