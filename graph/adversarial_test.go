@@ -2,7 +2,9 @@ package graph_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 
@@ -84,6 +86,55 @@ func TestErrorMessagesBounded(t *testing.T) {
 			if max := 100 * (graph.MaxErrorMessageBytes*6 + 512); len(a.body) > max {
 				t.Errorf("got a body of %d bytes; want at most %d", len(a.body), max)
 			}
+		})
+	}
+}
+
+// fanOut returns fragments L0 to Ln-1, one for each of fields, on the types of ons: Li selects
+// k aliases of fields[i], each spreading Li+1 (the last selecting leaf), so that running them
+// resolves k^n fields on each object that L0 is spread on.
+func fanOut(k int, fields, ons []string, leaf string) string {
+	var b strings.Builder
+	for i, f := range fields {
+		fmt.Fprintf(&b, "fragment L%d on %s {", i, ons[i])
+		for j := range k {
+			next := leaf
+			if i < len(fields)-1 {
+				next = fmt.Sprintf("...L%d", i+1)
+			}
+			fmt.Fprintf(&b, " a%d: %s { %s }", j, f, next)
+		}
+		b.WriteString(" }\n")
+	}
+	return b.String()
+}
+
+// typeRef selects the fields of a __Type with their arguments and types.
+const typeRef = "fields { name description isDeprecated deprecationReason args { name description defaultValue type { name kind } } type { name kind ofType { name kind ofType { name kind } } } }"
+
+// TestIntrospectionFanOutRefused checks that an operation whose introspection resolves more
+// than graph.MaxIntrospectionFields fields is refused before it runs: aliases under __schema,
+// which neither the complexity nor the depth counted, multiplied the work at each level (k=8
+// over five levels: 964 bytes, 1.7 million fields, 17 MB and seconds of CPU; k=19, within 200
+// selections, hours).
+func TestIntrospectionFanOutRefused(t *testing.T) {
+	wide := func(k int) string {
+		return "{ __schema { ...L0 } }\n" + fanOut(k, []string{"types", "fields", "type", "ofType", "ofType"},
+			[]string{"__Schema", "__Type", "__Field", "__Type", "__Type"}, "name")
+	}
+	for _, tc := range []struct {
+		name string
+		req  request
+	}{
+		{"aliases under __schema, 3 per level", post(wide(3), acceptGraphQL)},
+		{"aliases under __schema, 19 per level", post(wide(19), acceptGraphQL)},
+		{"ofType aliases", post("{ __schema { types { fields { type { ...L0 } } } } }\n"+fanOut(6, []string{"ofType", "ofType", "ofType"}, []string{"__Type", "__Type", "__Type"}, "name"), acceptJSON)},
+		{"40 aliases of __type", post(aliases(40, `__type(name: "__Type") { ...T }`)+" fragment T on __Type { "+typeRef+" }", acceptJSON)},
+		{"over GET", request{method: http.MethodGet, target: "/?query=" + url.QueryEscape(wide(3))}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newServer(t, graph.DefaultOptions())
+			s.checkRefused(t, s.do(t, tc.req), http.StatusBadRequest, "INVALID_REQUEST", "__schema and __type fields resolve more than 2000 fields")
 		})
 	}
 }

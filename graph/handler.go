@@ -101,7 +101,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
 	setCosts(&cfg.Complexity)
-	srv := handler.New(NewExecutableSchema(cfg))
+	es := NewExecutableSchema(cfg)
+	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(newSpecTransport(http.MethodGet))
 	srv.AddTransport(newSpecTransport(http.MethodPost))
@@ -112,7 +113,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
-	for _, ext := range extensions(opts, docs) {
+	for _, ext := range extensions(opts, docs, es.Schema()) {
 		srv.Use(ext)
 	}
 	srv.SetDisableSuggestion(true)
@@ -123,16 +124,17 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	return srv
 }
 
-// extensions returns the handler's extensions, in order; docs is the handler's query cache.
+// extensions returns the handler's extensions, in order; docs is the handler's query cache and
+// schema its schema.
 // None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
 // (flatpets.go).
-func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.HandlerExtension {
+func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := persistedQueries{store: opts.APQCache}
 	exts := []graphql.HandlerExtension{
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
 		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
-		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
+		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema},
 	}
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
