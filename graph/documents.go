@@ -2,12 +2,16 @@ package graph
 
 import (
 	"context"
+	"slices"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
+	"github.com/vektah/gqlparser/v2/validator/core"
+	"github.com/vektah/gqlparser/v2/validator/rules"
 )
 
 // Bounds of a GraphQL document, checked in linear time before validation. gqlparser's
@@ -23,6 +27,11 @@ const (
 	MaxDocumentSelections = 200
 	// MaxDocumentDefinitions is the most operations and fragments a document may define.
 	MaxDocumentDefinitions = 50
+	// MaxValidatedBytes is the most bytes that validation may read of a document: each
+	// fragment once on its own and once for each operation that spreads it, directly or not,
+	// and each operation once. Validation quotes names and values in its errors on every such
+	// read: a fragment of 1 MiB spread by 49 operations took 100 to 300 ms of CPU.
+	MaxValidatedBytes = 2 << 20
 	// maxRequestErrors is the most errors a response to a request that did not run lists:
 	// validation reports some errors for every pair of fields, so that a document within the
 	// bounds above may still have thousands.
@@ -93,7 +102,91 @@ func checkDocument(doc *ast.QueryDocument) *gqlerror.Error {
 	if c.selections > MaxDocumentSelections {
 		return refusal(nil, "the document has more than %d selections (fields, fragment spreads and inline fragments); send a smaller query", MaxDocumentSelections)
 	}
+	if n := validatedBytes(doc); n > MaxValidatedBytes {
+		return refusal(nil, "validating the document would read %d bytes, each fragment once for each operation that spreads it; at most %d are allowed: send only the operation you run, or smaller fragments", n, MaxValidatedBytes)
+	}
 	return nil
+}
+
+// validatedBytes returns how many bytes of doc validation reads, as gqlparser's walker does:
+// each fragment on its own, each operation with every fragment it reaches once. A definition's
+// bytes run from its start to the next definition's.
+func validatedBytes(doc *ast.QueryDocument) int {
+	size := definitionSizes(doc)
+	spreads := make(map[string][]string, len(doc.Fragments))
+	n := 0
+	for _, f := range doc.Fragments {
+		spreads[f.Name] = spreadNames(f.SelectionSet, nil)
+		n += size[f.Position.Start]
+	}
+	for _, op := range doc.Operations {
+		n += size[op.Position.Start]
+		reached := map[string]bool{}
+		for next := spreadNames(op.SelectionSet, nil); len(next) > 0; {
+			name := next[len(next)-1]
+			next = next[:len(next)-1]
+			if f := doc.Fragments.ForName(name); f != nil && !reached[name] {
+				reached[name] = true
+				n += size[f.Position.Start]
+				next = append(next, spreads[name]...)
+			}
+		}
+	}
+	return n
+}
+
+// definitionSizes returns the size in bytes of each definition of doc by its start (in
+// characters, as gqlparser counts): the bytes up to the next definition or the end.
+func definitionSizes(doc *ast.QueryDocument) map[int]int {
+	var starts []int
+	for _, op := range doc.Operations {
+		starts = append(starts, op.Position.Start)
+	}
+	for _, f := range doc.Fragments {
+		starts = append(starts, f.Position.Start)
+	}
+	if len(starts) == 0 {
+		return nil
+	}
+	slices.Sort(starts)
+	var input string
+	if len(doc.Operations) > 0 {
+		input = doc.Operations[0].Position.Src.Input
+	} else {
+		input = doc.Fragments[0].Position.Src.Input
+	}
+	offsets := make([]int, 0, len(starts)+1) // the byte offset of each start, then the end
+	chars, next := 0, 0
+	for i := range input {
+		for next < len(starts) && starts[next] == chars {
+			offsets = append(offsets, i)
+			next++
+		}
+		chars++
+	}
+	for len(offsets) <= len(starts) {
+		offsets = append(offsets, len(input))
+	}
+	sizes := make(map[int]int, len(starts))
+	for i, start := range starts {
+		sizes[start] = offsets[i+1] - offsets[i]
+	}
+	return sizes
+}
+
+// spreadNames appends to names the fragments that set spreads, outside other fragments.
+func spreadNames(set ast.SelectionSet, names []string) []string {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			names = spreadNames(sel.SelectionSet, names)
+		case *ast.InlineFragment:
+			names = spreadNames(sel.SelectionSet, names)
+		case *ast.FragmentSpread:
+			names = append(names, sel.Name)
+		}
+	}
+	return names
 }
 
 // selectionCounter counts the selections of a document, each fragment's once, up to one over
@@ -121,6 +214,24 @@ func (c *selectionCounter) count(set ast.SelectionSet) {
 			}
 		}
 	}
+}
+
+// validationRules returns gqlparser's validation rules without those that suggest names ("Did
+// you mean ...?") for an unknown type, argument, enum value or input field. A suggestion costs
+// an edit distance between the name sent and each name it could be, in time the product of
+// their lengths, once for each walk of the fragment that holds it: a name of 1 MiB took a third
+// of a second, 17 seconds in a fragment spread by 49 operations. The handler's
+// SetDisableSuggestion drops those of unknown fields and of leaf selections.
+func validationRules() *rules.Rules {
+	r := rules.NewDefaultRules()
+	for _, rule := range []core.Rule{
+		rules.KnownArgumentNamesRuleWithoutSuggestions,
+		rules.KnownTypeNamesRuleWithoutSuggestions,
+		rules.ValuesOfCorrectTypeRuleWithoutSuggestions,
+	} {
+		r.ReplaceRule(strings.TrimSuffix(rule.Name, "WithoutSuggestions"), rule.RuleFunc)
+	}
+	return r
 }
 
 // truncateErrors returns errs with at most maxRequestErrors errors, the last of which then

@@ -27,7 +27,7 @@ func TestGeneratedListsUseMarshalList(t *testing.T) {
 // TestNoFieldInterceptors checks what the flat path assumes: the handler runs no field
 // interceptor, which the flat path would skip.
 func TestNoFieldInterceptors(t *testing.T) {
-	for _, ext := range extensions(DefaultOptions().withDefaults(), graphql.NoCache[*ast.QueryDocument]{}) {
+	for _, ext := range extensions(DefaultOptions().withDefaults(), graphql.NoCache[*ast.QueryDocument]{}, nil) {
 		if _, ok := ext.(graphql.FieldInterceptor); ok {
 			t.Errorf("extension %s intercepts fields: the flat path of flatpets.go would skip it", ext.ExtensionName())
 		}

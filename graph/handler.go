@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -100,7 +101,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
 	setCosts(&cfg.Complexity)
-	srv := handler.New(NewExecutableSchema(cfg))
+	es := NewExecutableSchema(cfg)
+	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
 	srv.AddTransport(newSpecTransport(http.MethodGet))
 	srv.AddTransport(newSpecTransport(http.MethodPost))
@@ -111,25 +113,28 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
-	for _, ext := range extensions(opts, docs) {
+	for _, ext := range extensions(opts, docs, es.Schema()) {
 		srv.Use(ext)
 	}
+	srv.SetDisableSuggestion(true)
+	srv.SetValidationRulesFn(validationRules)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(normalizeCodes)
 	return srv
 }
 
-// extensions returns the handler's extensions, in order; docs is the handler's query cache.
+// extensions returns the handler's extensions, in order; docs is the handler's query cache and
+// schema its schema.
 // None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
 // (flatpets.go).
-func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.HandlerExtension {
+func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := persistedQueries{store: opts.APQCache}
 	exts := []graphql.HandlerExtension{
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
 		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
-		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit},
+		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema},
 	}
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
@@ -142,6 +147,12 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument]) []graphql.
 var keptCodes = map[string]bool{
 	"PERSISTED_QUERY_NOT_FOUND": true, // Apollo's clients then send the query with its hash
 }
+
+// MaxErrorMessageBytes is the longest message of an error in a response, in bytes: a longer
+// one, which quotes a long name or value the client sent, is cut there and ends in "…".
+// Validation may report an error for each walk of a fragment, 50 for one document, so that a
+// name of 1 MiB quoted in full would make a response 50 times the request.
+const MaxErrorMessageBytes = 512
 
 // presentError turns a resolver or input error into a GraphQL error. An *apierr.Error keeps its
 // code and message; an error gqlgen raised while reading the input is INVALID_REQUEST (but for
@@ -165,7 +176,21 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr = &gqlerror.Error{Message: "internal error", Path: gqlErr.Path, Locations: gqlErr.Locations}
 		setCode(gqlErr, apierr.Internal)
 	}
+	gqlErr.Message = shorten(gqlErr.Message, MaxErrorMessageBytes)
 	return gqlErr
+}
+
+// shorten returns msg cut to at most n bytes, at a character boundary, ending in "…" when cut.
+func shorten(msg string, n int) string {
+	const ellipsis = "…"
+	if len(msg) <= n {
+		return msg
+	}
+	cut := n - len(ellipsis)
+	for cut > 0 && !utf8.RuneStart(msg[cut]) {
+		cut--
+	}
+	return msg[:cut] + ellipsis
 }
 
 // recoverPanic logs a resolver panic and answers INTERNAL_ERROR.

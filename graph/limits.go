@@ -56,20 +56,22 @@ func listCost(size *int, child int) int {
 
 // operationLimits refuses, before any resolver runs, an operation whose fields nest more than
 // depth levels, that selects __schema more than once, whose fields, each counted once per
-// place it is spread, number more than complexity, or whose root fields are over
-// MaxMutationFields or MaxQueryFields. The field count is a lower bound of gqlgen's complexity (every field costs at
+// place it is spread, number more than complexity, whose introspection resolves more than
+// MaxIntrospectionFields fields, or whose root fields are over MaxMutationFields or
+// MaxQueryFields. The field count is a lower bound of gqlgen's complexity (every field costs at
 // least one) reached in linear time: gqlgen's ComplexityLimit, which follows every fragment
 // spread anew, runs after it and so never meets a document of fragments that each spread the
 // next twice, which would take it exponential time.
 //
 // The nesting of __Type.ofType does not count towards the depth: it ends where the schema's
 // type wrappers end (three levels here), and GraphiQL's introspection query nests it seven
-// deep. Like gqlgen's complexity, the count leaves out the fields under __schema; since the
-// work of one __schema grows with the schema rather than with the query (a hundred aliases of
-// __schema { types { fields { type { fields { name } } } } } take a second), an operation may
-// select it once.
+// deep. Like gqlgen's complexity, the count leaves out the fields under __schema, whose work
+// grows with the lists of the schema: introspectionCost counts it, list lengths included,
+// against MaxIntrospectionFields. An operation may select __schema once (a hundred aliases of
+// __schema { types { fields { type { fields { name } } } } } took a second).
 type operationLimits struct {
 	depth, complexity int
+	schema            *ast.Schema
 }
 
 var _ interface {
@@ -95,6 +97,9 @@ func (l operationLimits) MutateOperationContext(_ context.Context, opCtx *graphq
 	}
 	if l.complexity > 0 && s.fields > l.complexity {
 		return refusal(nil, "operation has complexity of at least %d, which exceeds the limit of %d", s.fields, l.complexity)
+	}
+	if n := introspectionCost(opCtx, l.schema, MaxIntrospectionFields); n > MaxIntrospectionFields {
+		return refusal(nil, "the operation's __schema and __type fields resolve more than %d fields, each counted once per type, field or value it is resolved on; select fewer fields or aliases under them", MaxIntrospectionFields)
 	}
 	return checkRootFields(opCtx.Operation)
 }
@@ -146,6 +151,14 @@ func collectRootFields(set ast.SelectionSet, names, visited map[string]bool) {
 
 // maxSchemaSelections is how many times an operation may select __schema.
 const maxSchemaSelections = 1
+
+// MaxIntrospectionFields is the most fields that the __schema and __type fields of an
+// operation may resolve, each counted once for each object it is resolved on (a type, a
+// field, an argument, an enum value...): GraphiQL's introspection query resolves 1,208 on
+// this schema. Neither the complexity nor the depth bounds this work: aliases under __schema,
+// each spreading a fragment of aliases, multiply it at every level (a query of 964 bytes
+// resolved 1.7 million fields in seconds, and one of 200 selections would take hours).
+const MaxIntrospectionFields = 2000
 
 // shape is what operationLimits measures of a selection set: how deep its fields nest, how
 // many fields (outside __schema) and how many __schema fields it selects, each counted once per
