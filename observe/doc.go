@@ -42,8 +42,9 @@
 // [A-Za-z0-9._~-]; otherwise (absent, repeated, too long, other characters) the request gets a
 // new ID of 32 hexadecimal digits (128 random bits). The ID is set on the response before the
 // handlers run, so every answer carries it, errors included, and it is put in the request's
-// context (read with RequestID). A logger whose handler is wrapped by NewLogHandler adds it as
-// request_id to every line logged with that context. A client can choose its ID, so IDs are
+// context (read with RequestID). The service's logger, whose handler is NewJSONLogHandler's
+// (NewLogHandler wraps any other handler alike), adds it as request_id to every line logged
+// with that context. A client can choose its ID, so IDs are
 // not unique across clients: they tie a client's view to the logs, nothing more.
 //
 // # Request log
