@@ -59,7 +59,7 @@ func listPets(db *gorm.DB) gin.HandlerFunc {
 			invalid(c, err)
 			return
 		}
-		tx := db.WithContext(c.Request.Context()).Order("id").Limit(q.Limit)
+		tx := db.WithContext(c.Request.Context()).Select("id", "name", "category_id", "status").Order("id").Limit(q.Limit)
 		if q.Status != "" {
 			tx = tx.Where("status = ?", q.Status)
 		}
@@ -115,7 +115,7 @@ func getPet(db *gorm.DB) gin.HandlerFunc {
 			return
 		}
 		var pet Pet
-		err = db.WithContext(c.Request.Context()).First(&pet, id).Error
+		err = db.WithContext(c.Request.Context()).Select("id", "name", "category_id", "status").Take(&pet, id).Error
 		if errors.Is(err, gorm.ErrRecordNotFound) {
 			fail(c, http.StatusNotFound, "not_found", "pet "+strconv.FormatInt(id, 10)+" not found")
 			return
