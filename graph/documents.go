@@ -65,6 +65,9 @@ func (b documentBounds) MutateOperationParameters(ctx context.Context, params *g
 	if _, ok := b.cache.Get(ctx, params.Query); ok {
 		return nil
 	}
+	if err := checkEscapes(params.Query); err != nil {
+		return err
+	}
 	doc, err := parser.ParseQueryWithTokenLimit(&ast.Source{Input: params.Query}, b.tokenLimit)
 	if err != nil {
 		gqlErr, ok := err.(*gqlerror.Error)
