@@ -186,3 +186,44 @@ func freeAddr(t *testing.T) string {
 	defer ln.Close()
 	return ln.Addr().String()
 }
+
+// TestRedisSentinelService runs the service on PETSTORE_REDIS_URL naming a Sentinel-watched
+// primary: a key's budget is counted there; with the primary killed, requests are admitted
+// uncounted (fail open) until the Sentinel has promoted the replica, which goes on counting
+// where the primary stopped.
+func TestRedisSentinelService(t *testing.T) {
+	s := dbtest.NewRedisSentinel(t)
+	cfg := config.Default()
+	cfg.RedisURL = s.URL()
+	rdb, err := openRedis(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = rdb.Close() })
+	db := dbtest.New(t, "sqlite")
+	h, err := newHandler(cfg, db, rdb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
+	api.key = api.createKey(t, auth.KeySpec{Plan: "enterprise", PerMinute: 10, PerDay: 100})
+	awayFromMinuteEdge(t)
+	remaining := func() string { return api.do(t, get("/v1/pets")).header.Get("X-RateLimit-Remaining") }
+	for _, want := range []string{"9", "8", "7"} {
+		if got := remaining(); got != want {
+			t.Fatalf("Remaining: got %q; want %q", got, want)
+		}
+	}
+	s.StopPrimary(t)
+	if got := remaining(); got != "10" {
+		t.Errorf("primary down: Remaining %q; want 10 (admitted uncounted)", got)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	got := remaining()
+	for ; got == "10" && time.Now().Before(deadline); got = remaining() {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got != "6" {
+		t.Errorf("after the failover: Remaining %q; want 6 (the replica's copy of the count)", got)
+	}
+}

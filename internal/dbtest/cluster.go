@@ -125,6 +125,12 @@ func redisBinaries(tb testing.TB) string {
 // arguments, stopped when tb ends, and waits until it answers.
 func startRedis(tb testing.TB, dir string, extra ...string) *redisProcess {
 	tb.Helper()
+	return startRedisConf(tb, dir, "", extra...)
+}
+
+// startRedisConf is startRedis with a configuration file (empty: none).
+func startRedisConf(tb testing.TB, dir, conf string, extra ...string) *redisProcess {
+	tb.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
@@ -135,6 +141,9 @@ func startRedis(tb testing.TB, dir string, extra ...string) *redisProcess {
 		log:  filepath.Join(dir, "redis.log"),
 		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
 			"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...),
+	}
+	if conf != "" {
+		p.args = append([]string{conf}, p.args...)
 	}
 	p.start(tb)
 	tb.Cleanup(p.stop)
