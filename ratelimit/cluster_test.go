@@ -126,10 +126,12 @@ func TestRedisClusterNodeDown(t *testing.T) {
 	}
 
 	c.Stop(t, 0)
+	stopped := time.Now()
 	failurePolicy(t, inst, down)
 	// The cluster declares the primary failed and refuses every slot: another key of up's node
 	// shows when (each request before that is counted), then up gets the policy too.
 	waitForPolicy(t, inst, byNode[c.Addrs[1]][1])
+	t.Logf("every key refused %v after the primary stopped", time.Since(stopped).Round(time.Millisecond))
 	failurePolicy(t, inst, up)
 
 	c.Restart(t, 0)
