@@ -145,8 +145,8 @@ func startRedisConf(tb testing.TB, dir, conf string, extra ...string) *redisProc
 	if conf != "" {
 		p.args = append([]string{conf}, p.args...)
 	}
+	tb.Cleanup(p.stop) // first: a server that starts but never answers is stopped too
 	p.start(tb)
-	tb.Cleanup(p.stop)
 	return p
 }
 
