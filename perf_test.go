@@ -119,7 +119,7 @@ func BenchmarkListPetsLimiter(b *testing.B) {
 	seed(b, newInstance(b, cfg, db, nil), key, 20)
 	for _, tc := range []struct {
 		name  string
-		rdb   *redis.Client
+		rdb   redis.UniversalClient
 		limit bool
 	}{{"off", nil, false}, {"memory", nil, true}, {"redis", rdb, true}} {
 		b.Run(tc.name, func(b *testing.B) {

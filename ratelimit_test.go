@@ -111,9 +111,15 @@ func TestTwoInstancesShareOneBudget(t *testing.T) {
 	}
 }
 
+// newInstance returns the handler of an instance with its limiter in rdb, or in process when
+// rdb is nil.
 func newInstance(t testing.TB, cfg config.Config, db *store.DB, rdb *redis.Client) http.Handler {
 	t.Helper()
-	h, err := newHandler(cfg, db, rdb, new(drainer))
+	var client redis.UniversalClient // nil, not a nil *redis.Client, when rdb is nil
+	if rdb != nil {
+		client = rdb
+	}
+	h, err := newHandler(cfg, db, client, new(drainer))
 	if err != nil {
 		t.Fatal(err)
 	}

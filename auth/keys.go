@@ -8,6 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"petstore/internal/dblock"
 	"petstore/models"
 )
 
@@ -86,16 +87,34 @@ func RevokeKey(ctx context.Context, db *gorm.DB, id int64) error {
 	return db.WithContext(ctx).Model(&rec).Update("revoked_at", time.Now().UTC()).Error
 }
 
+// devKeyLockWait bounds how long EnsureDevKey waits for another instance's EnsureDevKey.
+const devKeyLockWait = 10 * time.Second
+
 // EnsureDevKey creates a free-plan key named "development" when no key exists at all, and
-// returns it; it returns "" when keys exist already.
+// returns it; it returns "" when keys exist already. Of instances starting at once on one
+// database, one creates it: the check and the insert are one statement, run on MySQL under a
+// named lock (GET_LOCK) so that no isolation level lets two inserts through.
 func EnsureDevKey(ctx context.Context, db *gorm.DB, prefix string) (string, error) {
-	var n int64
-	if err := db.WithContext(ctx).Model(&models.APIKey{}).Limit(1).Count(&n).Error; err != nil {
-		return "", err
+	if db.Dialector.Name() == "mysql" {
+		sqlDB, err := db.DB()
+		if err != nil {
+			return "", err
+		}
+		lock, err := dblock.Acquire(ctx, sqlDB, "petstore-devkey", devKeyLockWait)
+		if err != nil {
+			return "", err
+		}
+		if lock == nil {
+			return "", fmt.Errorf("another instance held the development key's lock for %v", devKeyLockWait)
+		}
+		defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
 	}
-	if n > 0 {
-		return "", nil
+	key := NewKey(prefix)
+	res := db.WithContext(ctx).Exec("INSERT INTO api_keys (name, hint, hash, plan, created_at) "+
+		"SELECT ?, ?, ?, ?, ? FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM api_keys)",
+		"development", Hint(key, prefix), Hash(key), Free.Name, time.Now().UTC())
+	if res.Error != nil || res.RowsAffected == 0 {
+		return "", res.Error
 	}
-	key, _, err := CreateKey(ctx, db, prefix, KeySpec{Name: "development", Plan: Free.Name})
-	return key, err
+	return key, nil
 }

@@ -24,7 +24,7 @@ type Config struct {
 	Addr            string        // listen address
 	DebugAddr       string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
 	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
-	RedisURL        string        // redis://HOST:PORT/N; empty keeps rate-limit state in the process
+	RedisURL        string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
 	Env             string        // development, staging or production
 	PublicURL       string        // production base address, ending in /v1
 	StagingURL      string        // staging base address, ending in /v1
@@ -77,7 +77,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiling endpoints (/debug/pprof/), such as 127.0.0.1:6060; empty: none. Never expose it publicly")
 	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
-	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "redis://HOST:PORT/N for rate-limit state shared by every instance; empty: in process")
+	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for rate-limit state and persisted queries shared by every instance: redis://HOST:PORT/N (one server), redis://HOST:PORT?addr=HOST2:PORT2&addr=... (a cluster; cluster=true behind one address) or redis://SENTINEL:PORT?master_name=NAME (Sentinel); empty: in process")
 	fs.StringVar(&c.Env, "env", c.Env, "development, staging or production")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "production base address, ending in /v1")
 	fs.StringVar(&c.StagingURL, "staging-url", c.StagingURL, "staging base address, ending in /v1")
@@ -200,12 +200,14 @@ func (c Config) Idempotency() idempotency.Config {
 // validateAddresses checks that the addresses that may carry a password parse with it in its
 // place; the error never quotes them.
 func (c Config) validateAddresses() error {
-	for _, a := range []struct{ name, address string }{{"PETSTORE_DB", c.DB}, {"PETSTORE_REDIS_URL", c.RedisURL}} {
-		if !strings.Contains(a.address, "://") {
-			continue // empty, or sqlite:PATH
+	if strings.Contains(c.DB, "://") { // not sqlite:PATH
+		if _, err := secret.ParseURL(c.DB); err != nil {
+			return fmt.Errorf("PETSTORE_DB %w", err)
 		}
-		if _, err := secret.ParseURL(a.address); err != nil {
-			return fmt.Errorf("%s %w", a.name, err)
+	}
+	if c.RedisURL != "" {
+		if _, err := ParseRedisURL(c.RedisURL); err != nil {
+			return err
 		}
 	}
 	return nil

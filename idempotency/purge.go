@@ -4,6 +4,8 @@ import (
 	"context"
 	"log/slog"
 	"time"
+
+	"petstore/internal/dblock"
 )
 
 // Purge deletes the expired records, at most Config.PurgeBatch rows per statement, until none
@@ -39,8 +41,13 @@ func (s *Store) purgeBatch(ctx context.Context, now time.Time) (int64, error) {
 // DefaultPurgeEvery is how often RunPurger purges when given no positive period.
 const DefaultPurgeEvery = 10 * time.Minute
 
+// purgeLock names the MySQL lock under which one instance at a time purges.
+const purgeLock = "petstore-purge"
+
 // RunPurger purges expired records at once and then every period (DefaultPurgeEvery when
-// every is not positive), until ctx is done. Failures are logged and retried next period.
+// every is not positive), until ctx is done. Failures are logged and retried next period. On
+// MySQL one instance at a time purges: a round finds the purge lock (GET_LOCK) free or leaves
+// the purge to the instance that holds it.
 func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = DefaultPurgeEvery
@@ -48,8 +55,10 @@ func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
-		n, err := s.Purge(ctx)
+		n, skipped, err := s.purgeAlone(ctx)
 		switch {
+		case skipped:
+			slog.DebugContext(ctx, "idempotency: another instance is purging; skipped")
 		case err != nil && ctx.Err() == nil:
 			slog.WarnContext(ctx, "idempotency: purge failed", "deleted", n, "err", err)
 		case n > 0:
@@ -61,4 +70,24 @@ func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
 		case <-t.C:
 		}
 	}
+}
+
+// purgeAlone runs Purge unless, on MySQL, another session holds the purge lock: then it
+// returns at once with skipped set.
+func (s *Store) purgeAlone(ctx context.Context) (n int64, skipped bool, err error) {
+	if s.dialect != "mysql" {
+		n, err = s.Purge(ctx)
+		return n, false, err
+	}
+	sqlDB, err := s.db.DB()
+	if err != nil {
+		return 0, false, err
+	}
+	lock, err := dblock.Acquire(ctx, sqlDB, purgeLock, 0)
+	if err != nil || lock == nil {
+		return 0, lock == nil && err == nil, err
+	}
+	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+	n, err = s.Purge(ctx)
+	return n, false, err
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"petstore/internal/dblock"
 	"petstore/internal/dbtest"
 	"petstore/store"
 )
@@ -68,4 +69,33 @@ func TestRunPurger(t *testing.T) {
 			t.Fatal("RunPurger did not return after its context ended")
 		}
 	})
+}
+
+// TestPurgeOneInstanceAtATime checks that on MySQL a purge round leaves the work to an
+// instance that holds the purge lock, at once, and purges once the lock is free.
+func TestPurgeOneInstanceAtATime(t *testing.T) {
+	db := dbtest.New(t, "mysql")
+	f := newFixture(t, db, nil)
+	wantStatus(t, f.send(t, call{key: "k", body: rex}), http.StatusCreated)
+	f.clock.Advance(24 * time.Hour)
+	ctx := context.Background()
+	other, err := dblock.Acquire(ctx, db.SQL(), purgeLock, 0) // another instance purging
+	if err != nil || other == nil {
+		t.Fatalf("Acquire: got %v, %v; want the lock", other, err)
+	}
+	if n, skipped, err := f.s.purgeAlone(ctx); n != 0 || !skipped || err != nil {
+		t.Errorf("purge while another instance purges: got %d, skipped %v, %v; want 0, true, nil", n, skipped, err)
+	}
+	if got := f.count(t, "idempotency_keys"); got != 1 {
+		t.Errorf("records left: got %d; want 1", got)
+	}
+	if err := other.Release(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, skipped, err := f.s.purgeAlone(ctx); n != 1 || skipped || err != nil {
+		t.Errorf("purge once the lock is free: got %d, skipped %v, %v; want 1, false, nil", n, skipped, err)
+	}
+	if n, skipped, err := f.s.purgeAlone(ctx); n != 0 || skipped || err != nil { // released again
+		t.Errorf("next purge: got %d, skipped %v, %v; want 0, false, nil", n, skipped, err)
+	}
 }

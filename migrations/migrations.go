@@ -10,9 +10,11 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"time"
 
 	"github.com/pressly/goose/v3"
-	"github.com/pressly/goose/v3/lock"
+
+	"petstore/internal/dblock"
 )
 
 //go:embed mysql/*.sql sqlite/*.sql
@@ -24,28 +26,48 @@ const (
 	SQLite = "sqlite"
 )
 
+// migrateLockWait is how long an instance waits for another's migrations on MySQL.
+const migrateLockWait = 5 * time.Minute
+
 // Apply applies every pending migration of dialect to db and returns how many it applied.
-// On MySQL a lock table serialises instances that start at once.
+//
+// On MySQL the whole of goose's work, its first look at the version table included, runs under
+// a named lock (GET_LOCK, internal/dblock), so that of instances starting at once one migrates
+// and the others wait in the server, which wakes the next as soon as the lock is free, then
+// find nothing to apply. Goose's own lock table was taken only after that first look: on a
+// fresh database the others raced to create the version table (a second's retry, or "missing
+// zero version migration" for one that saw the table before its first row), and then polled
+// the lock every 5 s.
 func Apply(ctx context.Context, db *sql.DB, dialect string) (int, error) {
+	switch dialect {
+	case SQLite:
+		return up(ctx, db, dialect, goose.DialectSQLite3)
+	case MySQL:
+	default:
+		return 0, fmt.Errorf("migrations: unknown dialect %q", dialect)
+	}
+	if db.Stats().MaxOpenConnections == 1 { // the lock holds one connection while goose uses another
+		db.SetMaxOpenConns(2)
+		defer db.SetMaxOpenConns(1)
+	}
+	lock, err := dblock.Acquire(ctx, db, "petstore-migrate", migrateLockWait)
+	if err != nil {
+		return 0, fmt.Errorf("migrations: %w", err)
+	}
+	if lock == nil {
+		return 0, fmt.Errorf("migrations: another instance has been migrating for %v; try again", migrateLockWait)
+	}
+	defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
+	return up(ctx, db, dialect, goose.DialectMySQL)
+}
+
+// up applies the pending migrations of dialect with goose.
+func up(ctx context.Context, db *sql.DB, dialect string, gooseDialect goose.Dialect) (int, error) {
 	sub, err := fs.Sub(files, dialect)
 	if err != nil {
 		return 0, err
 	}
-	var opts []goose.ProviderOption
-	gooseDialect := goose.DialectSQLite3
-	switch dialect {
-	case MySQL:
-		gooseDialect = goose.DialectMySQL
-		locker, err := lock.NewMySQLTableLocker()
-		if err != nil {
-			return 0, err
-		}
-		opts = append(opts, goose.WithLocker(locker))
-	case SQLite:
-	default:
-		return 0, fmt.Errorf("migrations: unknown dialect %q", dialect)
-	}
-	p, err := goose.NewProvider(gooseDialect, db, sub, opts...)
+	p, err := goose.NewProvider(gooseDialect, db, sub)
 	if err != nil {
 		return 0, fmt.Errorf("migrations: %w", err)
 	}

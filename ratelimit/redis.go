@@ -36,7 +36,7 @@ var takeScript = redis.NewScript(takeSource)
 // returns its context's error at once. go-redis re-sends a pipeline whose replies were lost;
 // such a retry may charge a request twice, never admit one more.
 type RedisStore struct {
-	client *redis.Client
+	client redis.UniversalClient
 	prefix string
 	script *redis.Script
 	clock  func() time.Time // tests only: pins the script's clock instead of Redis TIME
@@ -54,7 +54,13 @@ type RedisStore struct {
 // "{" + prefix + subject + "}", e.g. "{rl:k:42}" with the prefix "rl:" (Config.RedisKeyPrefix).
 // Distinct prefixes keep distinct deployments (or parallel tests) apart in one database. The
 // prefix must not contain "{" or "}".
-func NewRedisStore(client *redis.Client, prefix string) *RedisStore {
+//
+// client may be a single server's, a Sentinel-managed primary's or a Redis Cluster's
+// (redis.ClusterClient): every key the script touches is its one KEYS[1], so each script call
+// runs on the node of that key's slot, and a cluster pipeline is split by node, each part sent
+// to its node at once (go-redis follows MOVED and ASK redirections). NOSCRIPT is handled per
+// script call, so a node restarted without the script gets it again by itself.
+func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
 	return &RedisStore{client: client, prefix: prefix, script: takeScript}
 }
 

@@ -1,0 +1,206 @@
+package dbtest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisCluster is a Redis Cluster of three primaries (no replicas) that a test started on free
+// loopback ports with redis-server, each node in a directory of its own, without persistence.
+// It is stopped when the test ends. The machine's own Redis is never touched.
+type RedisCluster struct {
+	Addrs []string // the nodes' addresses, host:port
+	nodes []*redisProcess
+}
+
+// NewRedisCluster starts a three-node Redis Cluster for tb and waits until it serves every slot.
+// It skips tb, or fails it where services are required, when redis-server or redis-cli is not
+// installed.
+func NewRedisCluster(tb testing.TB) *RedisCluster {
+	tb.Helper()
+	cli := redisBinaries(tb)
+	c := &RedisCluster{}
+	for i := range 3 {
+		p := startRedis(tb, filepath.Join(tb.TempDir(), fmt.Sprint("node", i)),
+			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
+			// A stopped primary is declared failed after a second: the cluster then refuses
+			// every key (cluster-require-full-coverage) until it returns.
+			"--cluster-node-timeout", "1000", "--cluster-port", strconv.Itoa(freePort(tb)))
+		c.nodes = append(c.nodes, p)
+		c.Addrs = append(c.Addrs, p.addr)
+	}
+	args := append(append([]string{"--cluster", "create"}, c.Addrs...), "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command(cli, args...).CombinedOutput(); err != nil {
+		tb.Fatalf("redis-cli --cluster create: %v\n%s", err, out)
+	}
+	c.WaitHealthy(tb)
+	return c
+}
+
+// URL returns the PETSTORE_REDIS_URL of the cluster: its first node, the others as addr=.
+func (c *RedisCluster) URL() string {
+	return "redis://" + c.Addrs[0] + "?addr=" + strings.Join(c.Addrs[1:], "&addr=")
+}
+
+// Client returns a cluster client with short timeouts, closed when tb ends.
+func (c *RedisCluster) Client(tb testing.TB) *redis.ClusterClient {
+	tb.Helper()
+	client := redis.NewClusterClient(&redis.ClusterOptions{
+		Addrs: c.Addrs, DialTimeout: time.Second, ReadTimeout: time.Second, WriteTimeout: time.Second, MaxRetries: 1, DialerRetries: 1,
+	})
+	tb.Cleanup(func() { _ = client.Close() })
+	return client
+}
+
+// Stop kills node i (SIGKILL: no goodbye to the others).
+func (c *RedisCluster) Stop(tb testing.TB, i int) {
+	tb.Helper()
+	c.nodes[i].stop()
+}
+
+// Restart starts node i again, on its port and with its nodes.conf, and waits until the
+// cluster serves every slot again. Its data is gone (no persistence); its slots are its own.
+func (c *RedisCluster) Restart(tb testing.TB, i int) {
+	tb.Helper()
+	c.nodes[i].start(tb)
+	c.WaitHealthy(tb)
+}
+
+// WaitHealthy waits until every node reports cluster_state:ok and all 16,384 slots served.
+func (c *RedisCluster) WaitHealthy(tb testing.TB) {
+	tb.Helper()
+	for _, addr := range c.Addrs {
+		waitFor(tb, "cluster_state:ok at "+addr, func(ctx context.Context, client *redis.Client) bool {
+			info, err := client.ClusterInfo(ctx).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok") &&
+				strings.Contains(info, "cluster_slots_ok:16384") && strings.Contains(info, "cluster_known_nodes:3")
+		}, addr)
+	}
+}
+
+// StartRedis starts a lone redis-server for tb on a free loopback port, with the extra
+// arguments given (such as "--requirepass", "pw"), stopped when tb ends, and returns its
+// address. It skips tb, or fails it where services are required, when redis-server is not
+// installed.
+func StartRedis(tb testing.TB, extra ...string) string {
+	tb.Helper()
+	redisBinaries(tb)
+	return startRedis(tb, tb.TempDir(), extra...).addr
+}
+
+// redisProcess is one redis-server that a test started.
+type redisProcess struct {
+	addr string
+	dir  string
+	args []string
+	cmd  *exec.Cmd
+	log  string
+}
+
+// redisBinaries returns redis-cli's path once redis-server and redis-cli are found.
+func redisBinaries(tb testing.TB) string {
+	tb.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		Unreachable(tb, "redis-server (apt-get install redis-server)", err)
+	}
+	cli, err := exec.LookPath("redis-cli")
+	if err != nil {
+		Unreachable(tb, "redis-cli (apt-get install redis-tools)", err)
+	}
+	return cli
+}
+
+// startRedis starts redis-server on a free loopback port with its files in dir and extra
+// arguments, stopped when tb ends, and waits until it answers.
+func startRedis(tb testing.TB, dir string, extra ...string) *redisProcess {
+	tb.Helper()
+	return startRedisConf(tb, dir, "", extra...)
+}
+
+// startRedisConf is startRedis with a configuration file (empty: none).
+func startRedisConf(tb testing.TB, dir, conf string, extra ...string) *redisProcess {
+	tb.Helper()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		tb.Fatal(err)
+	}
+	port := freePort(tb)
+	p := &redisProcess{
+		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		dir:  dir,
+		log:  filepath.Join(dir, "redis.log"),
+		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...),
+	}
+	if conf != "" {
+		p.args = append([]string{conf}, p.args...)
+	}
+	tb.Cleanup(p.stop) // first: a server that starts but never answers is stopped too
+	p.start(tb)
+	return p
+}
+
+// start runs the server and waits until it answers.
+func (p *redisProcess) start(tb testing.TB) {
+	tb.Helper()
+	p.cmd = exec.Command("redis-server", p.args...)
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatalf("start redis-server: %v", err)
+	}
+	waitFor(tb, "redis-server at "+p.addr+" (log: "+p.log+")", func(ctx context.Context, c *redis.Client) bool {
+		var reply redis.Error // NOAUTH: it answers, but wants a password
+		err := c.Ping(ctx).Err()
+		return err == nil || errors.As(err, &reply)
+	}, p.addr)
+}
+
+// stop kills the server, if running, and reaps it.
+func (p *redisProcess) stop() {
+	if p.cmd == nil {
+		return
+	}
+	_ = p.cmd.Process.Kill()
+	_ = p.cmd.Wait()
+	p.cmd = nil
+}
+
+// waitFor polls ok with a client of addr until it holds, for at most 20 seconds.
+func waitFor(tb testing.TB, what string, ok func(context.Context, *redis.Client) bool, addr string) {
+	tb.Helper()
+	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		done := ok(ctx, c)
+		cancel()
+		if done {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("waited 20s for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+func freePort(tb testing.TB) int {
+	tb.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
+}
