@@ -23,6 +23,7 @@ type Config struct {
 	Addr            string        // listen address
 	DebugAddr       string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
 	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	Replicas        []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
 	RedisURL        string        // redis://HOST:PORT/N; empty keeps rate-limit state in the process
 	Env             string        // development, staging or production
 	PublicURL       string        // production base address, ending in /v1
@@ -76,6 +77,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiling endpoints (/debug/pprof/), such as 127.0.0.1:6060; empty: none. Never expose it publicly")
 	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
+	listVar(fs, &c.Replicas, "db-replicas", "comma-separated mysql:// addresses of MariaDB read replicas of --db, which serve listings, getPet and key lookups when fresh")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "redis://HOST:PORT/N for rate-limit state shared by every instance; empty: in process")
 	fs.StringVar(&c.Env, "env", c.Env, "development, staging or production")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "production base address, ending in /v1")
@@ -179,6 +181,9 @@ func (c Config) Validate() error {
 	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
 		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
 	}
+	if len(c.Replicas) > 0 && !strings.HasPrefix(c.DB, "mysql://") {
+		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")
+	}
 	return c.validateAddresses()
 }
 
@@ -193,7 +198,24 @@ func (c Config) validateAddresses() error {
 			return fmt.Errorf("%s %w", a.name, err)
 		}
 	}
+	for i, r := range c.Replicas {
+		if !strings.HasPrefix(r, "mysql://") {
+			return fmt.Errorf("PETSTORE_DB_REPLICAS: address %d must be mysql://USER:PASS@HOST:PORT/DBNAME", i+1)
+		}
+		if _, err := secret.ParseURL(r); err != nil {
+			return fmt.Errorf("PETSTORE_DB_REPLICAS: address %d %w", i+1, err)
+		}
+	}
 	return nil
+}
+
+// maskAll returns addresses with their passwords masked.
+func maskAll(addresses []string) []string {
+	out := make([]string, len(addresses))
+	for i, a := range addresses {
+		out[i] = secret.Mask(a)
+	}
+	return out
 }
 
 // KeyPrefix returns the prefix of the keys this environment issues and accepts.
@@ -202,7 +224,7 @@ func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
 // LogValue logs the settings with passwords masked.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.String("redis", secret.Mask(c.RedisURL)),
+		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.Any("db_replicas", maskAll(c.Replicas)), slog.String("redis", secret.Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
 		slog.Duration("drain_delay", c.DrainDelay),
