@@ -33,8 +33,8 @@ func TestPagingOnReplica(t *testing.T) {
 
 // TestReplicaReads runs the service on a primary and a replica through the real router: reads
 // go to the replica, a pet or key created a moment ago is found while the replica has yet to
-// apply it, and a replica that lags beyond store.MaxReplicaLag or is down is skipped without
-// a failed request.
+// apply it, and a replica that lags beyond store.MaxReplicaLag, hangs or is down is skipped
+// without a failed request.
 func TestReplicaReads(t *testing.T) {
 	db, pair := dbtest.Replicated(t)
 	api := newTestAPI(t, db)
@@ -78,6 +78,15 @@ func TestReplicaReads(t *testing.T) {
 			t.Errorf("reads served by a replica lagging beyond the bound: got %d; want 0", served-before)
 		}
 		pair.ResumeApply(t)
+		dbtest.WaitReady(t, db.Replicas, 1)
+	})
+	t.Run("replica hung", func(t *testing.T) {
+		pair.Replica.Freeze()
+		defer pair.Replica.Thaw()
+		api.mustGet(t, "/v1/pets/2")
+		api.mustGet(t, "/v1/pets?limit=20")
+		dbtest.WaitReady(t, db.Replicas, 0)
+		pair.Replica.Thaw()
 		dbtest.WaitReady(t, db.Replicas, 1)
 	})
 	t.Run("replica down", func(t *testing.T) {

@@ -160,7 +160,9 @@ func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (c
 // unrevoked, else from the primary. Each read takes at most a.queryTimeout.
 func (a *Authenticator) read(ctx context.Context, hash string) (models.APIKey, error) {
 	if rd, ok := a.Replicas.Pick(); ok {
-		rec, err := a.take(ctx, rd.DB, hash)
+		rctx, cancel := rd.Context(ctx)
+		rec, err := a.take(rctx, rd.DB, hash)
+		cancel()
 		served := err == nil && rec.RevokedAt == nil
 		a.Replicas.Release(rd, served, err)
 		if served {

@@ -133,7 +133,9 @@ func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, stat
 		r.Replicas.Release(rd, false, nil)
 		return nil, false, false
 	}
-	pets, more, err := r.page(ctx, rd.DB.Statement.ConnPool, r.replicaSQL, n, afterID, status)
+	rctx, cancel := rd.Context(ctx)
+	defer cancel()
+	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, r.replicaSQL, n, afterID, status)
 	ok = err == nil && more && pets[len(pets)-1].ID <= rd.Settled
 	r.Replicas.Release(rd, ok, err)
 	return pets, more, ok

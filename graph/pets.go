@@ -53,7 +53,9 @@ var petColumns = []string{"id", "name", "category_id", "status"}
 // the primary does, so that a pet created a moment ago is found at once.
 func (r *Resolver) get(ctx context.Context, id int64) (*models.Pet, error) {
 	if rd, ok := r.replica(ctx); ok {
-		pet, err := r.take(ctx, rd.DB, id)
+		rctx, cancel := rd.Context(ctx)
+		pet, err := r.take(rctx, rd.DB, id)
+		cancel()
 		served := err == nil || (errors.Is(err, gorm.ErrRecordNotFound) && id <= rd.Settled)
 		r.Replicas.Release(rd, served, err)
 		if served {

@@ -20,6 +20,10 @@ import (
 // replica further behind, or one that does not answer, is skipped until it catches up.
 const MaxReplicaLag = time.Second
 
+// ReplicaTimeout is the longest a read on a replica may take (within the statement timeout):
+// a replica that does not answer within it is skipped, and the read made on the primary.
+const ReplicaTimeout = time.Second
+
 // replicaPoll is how often the primary's position and settled pets, and each replica's
 // position, are read.
 const replicaPoll = 100 * time.Millisecond
@@ -82,7 +86,7 @@ type sample struct {
 	settled int64
 }
 
-// Read is a replica picked to serve one read.
+// Read is a replica picked to serve one read, which Context bounds.
 type Read struct {
 	// DB is the replica's handle.
 	DB *gorm.DB
@@ -168,6 +172,11 @@ func (rs *Replicas) Pick() (Read, bool) {
 		}
 	}
 	return Read{}, false
+}
+
+// Context returns ctx bounded by ReplicaTimeout, for the read on rd.
+func (rd Read) Context(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, ReplicaTimeout)
 }
 
 // usable returns what m holds when it may serve reads at now, else nil.

@@ -218,6 +218,12 @@ func (s *Server) Exec(tb testing.TB, query string, args ...any) {
 	}
 }
 
+// Freeze stops s's process (SIGSTOP): its connections stay open and nothing answers.
+func (s *Server) Freeze() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
+
+// Thaw continues s's process after Freeze.
+func (s *Server) Thaw() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
+
 // Stop stops s (SIGTERM, then SIGKILL after 30 s) and waits for it to exit.
 func (s *Server) Stop() { s.stop() }
 
@@ -225,6 +231,7 @@ func (s *Server) stop() {
 	if s.Admin != nil {
 		_ = s.Admin.Close()
 	}
+	s.Thaw()
 	_ = s.cmd.Process.Signal(syscall.SIGTERM)
 	select {
 	case <-s.exited:
