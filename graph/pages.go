@@ -141,8 +141,7 @@ func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, stat
 	return pets, more, ok
 }
 
-// page reads up to n pets after afterID with stmts on pool, and whether more
-// follow.
+// page reads up to n pets after afterID with stmts on pool, and whether more follow.
 func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()

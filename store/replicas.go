@@ -187,13 +187,14 @@ func (m *replica) usable(now time.Time) *freshness {
 	return nil
 }
 
-// Release reports how the read on rd went: served says that its answer was used; an err that
-// says the replica is unreachable (Unavailable) skips it until it answers a poll again.
+// Release reports how the read on rd went: served says that its answer was used; an err other
+// than gorm.ErrRecordNotFound (the replica is unreachable, slow or broken) skips the replica
+// until it answers a poll again.
 func (rs *Replicas) Release(rd Read, served bool, err error) {
 	if served {
 		rs.served.Add(1)
 	}
-	if err != nil && Unavailable(err) {
+	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 		rd.m.fresh.Store(nil)
 	}
 }
