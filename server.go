@@ -131,6 +131,11 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	if len(cfg.Replicas) > 0 {
+		if db.Replicas, err = store.OpenReplicas(ctx, db, cfg.Replicas, cfg.Pool, cfg.DBTimeout); err != nil {
+			return err
+		}
+	}
 	purger, err := newIdempotency(cfg, db)
 	if err != nil {
 		return err
@@ -418,7 +423,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
 	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
+	resolver.Replicas = db.Replicas
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
+	authn.Replicas = db.Replicas
 	return rest.Deps{
 		Resolver:   resolver,
 		GraphQL:    graph.NewHandler(resolver, gqlOpts),

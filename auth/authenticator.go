@@ -27,6 +27,11 @@ const maxUnknownEntries = 100_000
 // Authenticator checks bearer keys: well-formedness without a database read, then a lookup of
 // the key's hash, cached for a bounded time so that a warm request reads no key table.
 type Authenticator struct {
+	// Replicas, when set before the first request, serve the lookups that find a valid key on
+	// a fresh replica; a key unknown or revoked there is read again on the primary, so that a
+	// key created a moment ago is not cached as unknown.
+	Replicas *store.Replicas
+
 	db           *gorm.DB
 	prefix       string
 	ttl          time.Duration
@@ -110,9 +115,7 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, er
 	now := a.now()
 	v, err, _ := a.flight.Do(hash, func() (any, error) {
 		// Shared by every caller waiting on this key: not cancelled with the first one.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), a.queryTimeout)
-		defer cancel()
-		return a.load(ctx, hash, now)
+		return a.load(context.WithoutCancel(ctx), hash, now)
 	})
 	if err != nil {
 		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
@@ -130,8 +133,7 @@ func (e cacheEntry) answer() (*Principal, error) {
 
 // load reads the key with hash from the database and caches the answer.
 func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (cacheEntry, error) {
-	var rec models.APIKey
-	err := a.db.WithContext(ctx).Where("hash = ?", hash).Take(&rec).Error
+	rec, err := a.read(ctx, hash)
 	if err != nil && !errors.Is(err, gorm.ErrRecordNotFound) {
 		return cacheEntry{}, err
 	}
@@ -152,6 +154,31 @@ func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (c
 	}
 	a.unknown[hash] = e
 	return e, nil
+}
+
+// read returns the record of the key with hash: from a fresh replica when it has the key
+// unrevoked, else from the primary. Each read takes at most a.queryTimeout.
+func (a *Authenticator) read(ctx context.Context, hash string) (models.APIKey, error) {
+	if rd, ok := a.Replicas.Pick(); ok {
+		rctx, cancel := rd.Context(ctx)
+		rec, err := a.take(rctx, rd.DB, hash)
+		cancel()
+		served := err == nil && rec.RevokedAt == nil
+		a.Replicas.Release(rd, served, err)
+		if served {
+			return rec, nil
+		}
+	}
+	return a.take(ctx, a.db, hash)
+}
+
+// take reads the record of the key with hash on db.
+func (a *Authenticator) take(ctx context.Context, db *gorm.DB, hash string) (models.APIKey, error) {
+	ctx, cancel := context.WithTimeout(ctx, a.queryTimeout)
+	defer cancel()
+	var rec models.APIKey
+	err := db.WithContext(ctx).Where("hash = ?", hash).Take(&rec).Error
+	return rec, err
 }
 
 // evictUnknown drops the expired entries of unknown keys, or all of them when more than half

@@ -24,6 +24,7 @@ type Config struct {
 	Addr            string        // listen address
 	DebugAddr       string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
 	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	Replicas        []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
 	RedisURL        string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
 	Env             string        // development, staging or production
 	PublicURL       string        // production base address, ending in /v1
@@ -77,6 +78,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiling endpoints (/debug/pprof/), such as 127.0.0.1:6060; empty: none. Never expose it publicly")
 	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
+	listVar(fs, &c.Replicas, "db-replicas", "comma-separated mysql:// addresses of MariaDB read replicas of --db, which serve listings, getPet and key lookups when fresh")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for rate-limit state and persisted queries shared by every instance: redis://HOST:PORT/N (one server), redis://HOST:PORT?addr=HOST2:PORT2&addr=... (a cluster; cluster=true behind one address) or redis://SENTINEL:PORT?master_name=NAME (Sentinel); empty: in process")
 	fs.StringVar(&c.Env, "env", c.Env, "development, staging or production")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "production base address, ending in /v1")
@@ -187,6 +189,9 @@ func (c Config) Validate() error {
 	if err := c.RateLimit.Validate(); err != nil {
 		return fmt.Errorf("rate limits: %w", err)
 	}
+	if len(c.Replicas) > 0 && !strings.HasPrefix(c.DB, "mysql://") {
+		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")
+	}
 	return c.validateAddresses()
 }
 
@@ -210,7 +215,24 @@ func (c Config) validateAddresses() error {
 			return err
 		}
 	}
+	for i, r := range c.Replicas {
+		if !strings.HasPrefix(r, "mysql://") {
+			return fmt.Errorf("PETSTORE_DB_REPLICAS: address %d must be mysql://USER:PASS@HOST:PORT/DBNAME", i+1)
+		}
+		if _, err := secret.ParseURL(r); err != nil {
+			return fmt.Errorf("PETSTORE_DB_REPLICAS: address %d %w", i+1, err)
+		}
+	}
 	return nil
+}
+
+// maskAll returns addresses with their passwords masked.
+func maskAll(addresses []string) []string {
+	out := make([]string, len(addresses))
+	for i, a := range addresses {
+		out[i] = secret.Mask(a)
+	}
+	return out
 }
 
 // KeyPrefix returns the prefix of the keys this environment issues and accepts.
@@ -219,7 +241,7 @@ func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
 // LogValue logs the settings with passwords masked.
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
-		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.String("redis", secret.Mask(c.RedisURL)),
+		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.Any("db_replicas", maskAll(c.Replicas)), slog.String("redis", secret.Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
 		slog.Duration("drain_delay", c.DrainDelay),

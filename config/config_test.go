@@ -3,6 +3,7 @@ package config
 import (
 	"flag"
 	"io"
+	"strings"
 	"testing"
 	"time"
 )
@@ -36,6 +37,20 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	}
 }
 
+func TestReplicas(t *testing.T) {
+	c, err := parse(t, map[string]string{"PETSTORE_DB": "mysql://root:@primary:3306/pets",
+		"PETSTORE_DB_REPLICAS": "mysql://r:s3cret@a:3306/pets, mysql://r:s3cret@b:3306/pets"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Replicas) != 2 || c.Replicas[1] != "mysql://r:s3cret@b:3306/pets" {
+		t.Errorf("replicas: got %q; want the two addresses", c.Replicas)
+	}
+	if logged := c.LogValue().String(); strings.Contains(logged, "s3cret") || !strings.Contains(logged, "b:3306") {
+		t.Errorf("logged settings: got %s; want the replicas with their passwords masked", logged)
+	}
+}
+
 func TestInvalidSettings(t *testing.T) {
 	for _, env := range []map[string]string{
 		{"PETSTORE_ENV": "prod"}, {"PETSTORE_DB_MAX_OPEN": "0"}, {"PETSTORE_DB_MAX_OPEN": "many"},
@@ -43,6 +58,9 @@ func TestInvalidSettings(t *testing.T) {
 		{"PETSTORE_LOG_LEVEL": "loud"}, {"PETSTORE_DRAIN_DELAY": "-1s"},
 		{"PETSTORE_IDEMPOTENCY_TTL": "1h"}, {"PETSTORE_ANON_PER_MINUTE": "0"},
 		{"PETSTORE_SUSPEND_BASE": "2h", "PETSTORE_SUSPEND_MAX": "1h"}, {"PETSTORE_TRUSTED_PROXIES": "10.0.0.0/33"},
+		{"PETSTORE_DB_REPLICAS": "mysql://r:@replica:3306/pets"}, // with the SQLite default
+		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:@a:3306/pets,sqlite:x.db"},
+		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:p%zz@a:3306/pets"},
 	} {
 		if _, err := parse(t, env); err == nil {
 			t.Errorf("%v: got success; want an error", env)

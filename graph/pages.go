@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"gorm.io/gorm"
+
 	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"
@@ -66,25 +68,39 @@ type listStatements struct{ all, byStatus string }
 //
 // The wait covers rows in the index; createPetSQL (pets.go) closes the gap before that.
 //
-// Rejected: never handing out a cursor beyond a "certainly committed" watermark needs that
-// watermark, which InnoDB does not expose; committing in id order (a counter row locked until
-// commit) would serialise every POST, idempotent ones for their whole transaction.
+// Rejected for the primary: never handing out a cursor beyond a "certainly committed"
+// watermark needs that watermark, which InnoDB does not expose (store.Replicas builds one for
+// replicas from these same locking reads, some ten a second, which a page cannot wait for);
+// committing in id order (a counter row locked until commit) would serialise every POST,
+// idempotent ones for their whole transaction.
 func newListStatements(dialect string, timeout time.Duration) listStatements {
-	const (
-		columns  = "id, name, category_id, status FROM pets WHERE "
-		all      = "id > ? ORDER BY id LIMIT ?"
-		byStatus = "status = ? AND id > ? ORDER BY id LIMIT ?"
-	)
 	if dialect != migrations.MySQL {
-		return listStatements{all: "SELECT " + columns + all, byStatus: "SELECT " + columns + byStatus}
+		return listStatements{all: "SELECT " + listColumns + listAll, byStatus: "SELECT " + listColumns + listByStatus}
 	}
-	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
-		timeout.Seconds(), timeout.Milliseconds())
-	const lock = " LOCK IN SHARE MODE"
-	return listStatements{all: head + columns + all + lock, byStatus: head + columns + byStatus + lock}
+	return mysqlListStatements(timeout, " LOCK IN SHARE MODE")
 }
 
-// list reads one page with one query, one row more than asked to learn whether more follow.
+// replicaListStatements are the listing statements on a replica: plain reads, whose pages are
+// used only where they are certainly the primary's (listOnReplica).
+func replicaListStatements(timeout time.Duration) listStatements {
+	return mysqlListStatements(timeout, "")
+}
+
+const (
+	listColumns  = "id, name, category_id, status FROM pets WHERE "
+	listAll      = "id > ? ORDER BY id LIMIT ?"
+	listByStatus = "status = ? AND id > ? ORDER BY id LIMIT ?"
+)
+
+// mysqlListStatements returns the MySQL listing statements, each ending in suffix.
+func mysqlListStatements(timeout time.Duration, suffix string) listStatements {
+	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
+		timeout.Seconds(), timeout.Milliseconds())
+	return listStatements{all: head + listColumns + listAll + suffix, byStatus: head + listColumns + listByStatus + suffix}
+}
+
+// list reads one page with one query, one row more than asked to learn whether more follow:
+// on a replica when it certainly has the page (listOnReplica), else on the primary.
 func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
 	n, err := models.PageSize(sizeName, size)
 	if err != nil {
@@ -94,19 +110,59 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if err != nil {
 		return nil, false, err
 	}
+	if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
+		return pets, more, nil
+	}
+	return r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+}
+
+// listOnReplica reads the page on a fresh replica and reports whether it is certainly the page
+// the primary would serve: another page follows, and every pet id up to the page's last is
+// settled on the replica, which then lacks none of them (store.Replicas). A page that does not
+// qualify is read again on the primary: the last page of a listing (the replica may lack
+// pets added a moment ago, which their writer expects to find), and pages at the end of the
+// table still settling. A replica's plain read waits for no lock and holds none, and the
+// cursors it hands out never pass an unsettled id, so paging keeps its promise on replicas:
+// no pet skipped or repeated.
+func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, bool) {
+	rd, ok := r.replica(ctx)
+	if !ok {
+		return nil, false, false
+	}
+	if afterID >= rd.Settled { // every pet of the page would be above the settled id
+		r.Replicas.Release(rd, false, nil)
+		return nil, false, false
+	}
+	rctx, cancel := rd.Context(ctx)
+	defer cancel()
+	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, r.replicaSQL, n, afterID, status)
+	ok = err == nil && more && pets[len(pets)-1].ID <= rd.Settled
+	r.Replicas.Release(rd, ok, err)
+	return pets, more, ok
+}
+
+// page reads up to n pets after afterID with stmts on pool, and whether more follow.
+func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
-	pool := store.ConnPool(ctx, r.DB)
-	var rows *sql.Rows
+	var (
+		rows *sql.Rows
+		err  error
+	)
 	if status != nil {
-		rows, err = pool.QueryContext(ctx, r.listSQL.byStatus, string(*status), afterID, n+1)
+		rows, err = pool.QueryContext(ctx, stmts.byStatus, string(*status), afterID, n+1)
 	} else {
-		rows, err = pool.QueryContext(ctx, r.listSQL.all, afterID, n+1)
+		rows, err = pool.QueryContext(ctx, stmts.all, afterID, n+1)
 	}
 	if err != nil {
 		return nil, false, store.APIError(err)
 	}
 	defer rows.Close()
+	return scanPage(rows, n)
+}
+
+// scanPage reads the rows of a page of n pets, and whether more follow.
+func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	pets := make([]models.Pet, 0, n+1)
 	var (
 		p  models.Pet

@@ -48,17 +48,40 @@ func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet
 // petColumns are the columns a Pet is read from.
 var petColumns = []string{"id", "name", "category_id", "status"}
 
-// get returns the pet with id, or NOT_FOUND.
+// get returns the pet with id, or NOT_FOUND. A fresh replica answers when it has the pet, or
+// when id is settled on it (it lacks no pet up to its settled id: store.Replicas); otherwise
+// the primary does, so that a pet created a moment ago is found at once.
 func (r *Resolver) get(ctx context.Context, id int64) (*models.Pet, error) {
-	var pet models.Pet
-	db, cancel := r.conn(ctx)
+	if rd, ok := r.replica(ctx); ok {
+		rctx, cancel := rd.Context(ctx)
+		pet, err := r.take(rctx, rd.DB, id)
+		cancel()
+		served := err == nil || (errors.Is(err, gorm.ErrRecordNotFound) && id <= rd.Settled)
+		r.Replicas.Release(rd, served, err)
+		if served {
+			return found(pet, err, id)
+		}
+	}
+	pet, err := r.take(ctx, store.Conn(ctx, r.DB), id)
+	return found(pet, err, id)
+}
+
+// take reads the pet with id on db.
+func (r *Resolver) take(ctx context.Context, db *gorm.DB, id int64) (*models.Pet, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
-	err := db.Select(petColumns).Take(&pet, id).Error
+	var pet models.Pet
+	err := db.WithContext(ctx).Select(petColumns).Take(&pet, id).Error
+	return &pet, err
+}
+
+// found returns the answer of take: the pet, NOT_FOUND or the database's error.
+func found(pet *models.Pet, err error, id int64) (*models.Pet, error) {
 	if errors.Is(err, gorm.ErrRecordNotFound) {
 		return nil, apierr.New(apierr.NotFound, "pet %d not found", id)
 	}
 	if err != nil {
 		return nil, store.APIError(err)
 	}
-	return &pet, nil
+	return pet, nil
 }

@@ -15,21 +15,28 @@ import (
 // so that they can be called outside a GraphQL operation.
 type Resolver struct {
 	DB *gorm.DB
+	// Replicas serve getPet and listings when one is fresh enough (see get and list); nil:
+	// every read goes to DB. Set it before the first request.
+	Replicas *store.Replicas
 	// queryTimeout bounds each statement: a database that does not answer in time makes the
 	// request fail with UNAVAILABLE (503) instead of hanging.
 	queryTimeout time.Duration
 	listSQL      listStatements
+	replicaSQL   listStatements
 }
 
 // NewResolver returns a Resolver that stores pets in db and gives each statement at most
 // queryTimeout.
 func NewResolver(db *gorm.DB, queryTimeout time.Duration) *Resolver {
-	return &Resolver{DB: db, queryTimeout: queryTimeout, listSQL: newListStatements(db.Dialector.Name(), queryTimeout)}
+	return &Resolver{DB: db, queryTimeout: queryTimeout, listSQL: newListStatements(db.Dialector.Name(), queryTimeout),
+		replicaSQL: replicaListStatements(queryTimeout)}
 }
 
-// conn returns the handle a resolver runs one statement on: the request's transaction if it
-// has one, bounded by QueryTimeout. Call cancel when the statement is done.
-func (r *Resolver) conn(ctx context.Context) (*gorm.DB, context.CancelFunc) {
-	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
-	return store.Conn(ctx, r.DB), cancel
+// replica returns a replica for a read of ctx, or false when the read goes to the primary:
+// there is no fresh replica, or ctx carries a transaction, whose reads run in it.
+func (r *Resolver) replica(ctx context.Context) (store.Read, bool) {
+	if store.InTx(ctx) {
+		return store.Read{}, false
+	}
+	return r.Replicas.Pick()
 }

@@ -44,10 +44,11 @@ const DefaultTimeout = 5 * time.Second
 // DefaultPool is the pool used when no setting overrides it.
 var DefaultPool = Pool{MaxOpen: 16, MaxIdle: 16, MaxLifetime: 5 * time.Minute, MaxIdleTime: time.Minute}
 
-// DB is an open database: the GORM handle and its dialect.
+// DB is an open database: the GORM handle of the primary, its dialect and its read replicas.
 type DB struct {
 	*gorm.DB
-	Dialect string // migrations.MySQL or migrations.SQLite
+	Dialect  string    // migrations.MySQL or migrations.SQLite
+	Replicas *Replicas // nil: every read goes to the primary; closed with DB
 }
 
 // Open connects to the database that dsn names, `sqlite:PATH` or
@@ -57,33 +58,39 @@ func Open(ctx context.Context, dsn string, pool Pool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	gdb, err := gorm.Open(dialector, &gorm.Config{
-		SkipDefaultTransaction: true, // every write is one statement
-		PrepareStmt:            true, // one round trip per query once warm
-		TranslateError:         true,
-		Logger:                 logger.Discard,
-		NowFunc:                func() time.Time { return time.Now().UTC() },
-	})
+	gdb, err := gorm.Open(dialector, gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
 	db := &DB{DB: gdb, Dialect: dialect}
-	sqlDB, err := gdb.DB()
-	if err != nil {
-		return nil, err
-	}
 	if dialect == migrations.SQLite {
 		pool = Pool{MaxOpen: 1, MaxIdle: 1}
 	}
-	sqlDB.SetMaxOpenConns(pool.MaxOpen)
-	sqlDB.SetMaxIdleConns(pool.MaxIdle)
-	sqlDB.SetConnMaxLifetime(pool.MaxLifetime)
-	sqlDB.SetConnMaxIdleTime(pool.MaxIdleTime)
+	sizePool(db.SQL(), pool)
 	if err := db.Ping(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: %s does not answer: %w", dialect, err)
 	}
 	return db, nil
+}
+
+// gormConfig is the GORM configuration of every database handle.
+func gormConfig() *gorm.Config {
+	return &gorm.Config{
+		SkipDefaultTransaction: true, // every write is one statement
+		PrepareStmt:            true, // one round trip per query once warm
+		TranslateError:         true,
+		Logger:                 logger.Discard,
+		NowFunc:                func() time.Time { return time.Now().UTC() },
+	}
+}
+
+// sizePool applies pool to db.
+func sizePool(db *sql.DB, pool Pool) {
+	db.SetMaxOpenConns(pool.MaxOpen)
+	db.SetMaxIdleConns(pool.MaxIdle)
+	db.SetConnMaxLifetime(pool.MaxLifetime)
+	db.SetConnMaxIdleTime(pool.MaxIdleTime)
 }
 
 // Migrate applies the pending migrations and returns how many it applied.
@@ -110,9 +117,13 @@ func (db *DB) SQL() *sql.DB {
 	return sqlDB
 }
 
-// Close closes the connection pool.
+// Close closes the connection pool, and the replicas'.
 func (db *DB) Close() error {
-	return db.SQL().Close()
+	err := db.SQL().Close()
+	if db.Replicas != nil {
+		err = errors.Join(err, db.Replicas.Close())
+	}
+	return err
 }
 
 // dialectorFor parses dsn into a GORM dialector.

@@ -31,3 +31,10 @@ func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
 	}
 	return db.Statement.ConnPool
 }
+
+// InTx reports whether ctx carries a transaction (WithTx): reads made with it belong to that
+// transaction, on the primary.
+func InTx(ctx context.Context) bool {
+	_, ok := ctx.Value(txKey{}).(*gorm.DB)
+	return ok
+}
