@@ -11,11 +11,12 @@ FUZZTIME ?= 30s
 run:
 	$(GO) run . serve
 
-# The GraphQL-over-HTTP audit (graphql-http, against a running server) prints its counts;
-# go test's summary stays last.
+# The GraphQL-over-HTTP audit (graphql-http, against a running server) and the OpenAPI lints
+# (Redocly and Spectral, on the served document) print their counts; go test's summary stays last.
 test:
 	$(GO) vet ./...
 	tools/graphql-audit/run.sh
+	tools/openapi-lint/run.sh
 	$(GO) test -count=1 ./...
 
 build:
