@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz playground-assets bench bench-smoke soak soak-smoke \
+.PHONY: run test build generate check-generated fuzz playground-assets reference-assets bench bench-smoke soak soak-smoke \
 	cluster-test image image-test
 
 run:
@@ -68,6 +68,11 @@ fuzz:
 # the script).
 playground-assets:
 	playground/update-assets.sh
+
+# Refreshes the vendored Scalar build of the REST reference (/v1/docs) from the npm registry
+# (version pinned in the script).
+reference-assets:
+	reference/update-assets.sh
 
 # Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
 # (tools/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.

@@ -30,6 +30,7 @@ import (
 	"petstore/observe"
 	"petstore/playground"
 	"petstore/ratelimit"
+	"petstore/reference"
 	"petstore/rest"
 	"petstore/secret"
 	"petstore/store"
@@ -323,6 +324,8 @@ func newDeps(cfg config.Config, db *store.DB, rdb *redis.Client) (rest.Deps, err
 		GraphQL:    graph.NewHandler(resolver, gqlOpts),
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
+		Reference:  reference.Handler("/v1/openapi.json"),
+		SDL:        graph.SDL(),
 		Identify:   authn.Identify,
 		Lookup:     authn.Lookup,
 		Limit:      limiter,
