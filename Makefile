@@ -5,7 +5,7 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz playground-assets reference-assets bench bench-smoke soak soak-smoke \
+.PHONY: run test build generate check-generated fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
 	cluster-test image image-test
 
 run:
@@ -21,6 +21,11 @@ test:
 
 build:
 	$(GO) build -o bin/petstore .
+
+# Checks the alert rules of deploy/ops with promtool (Debian's prometheus package): syntax,
+# queries and their unit tests (deploy/ops/alerts_test.yml).
+ops-check:
+	deploy/ops/check.sh
 
 # The container image (Containerfile): the static binary built here, FROM scratch, non-root.
 # ENGINE is podman or docker, whichever is installed; where podman's overlay storage does not
