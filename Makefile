@@ -5,21 +5,27 @@
 GO ?= go
 FUZZTIME ?= 30s
 
-.PHONY: run test build generate check-generated fuzz playground-assets bench bench-smoke soak soak-smoke \
+.PHONY: run test build generate check-generated fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
 	cluster-test image image-test
 
 run:
 	$(GO) run . serve
 
-# The GraphQL-over-HTTP audit (graphql-http, against a running server) prints its counts;
-# go test's summary stays last.
+# The GraphQL-over-HTTP audit (graphql-http, against a running server) and the OpenAPI lints
+# (Redocly and Spectral, on the served document) print their counts; go test's summary stays last.
 test:
 	$(GO) vet ./...
 	tools/graphql-audit/run.sh
+	tools/openapi-lint/run.sh
 	$(GO) test -count=1 ./...
 
 build:
 	$(GO) build -o bin/petstore .
+
+# Checks the alert rules of deploy/ops with promtool (Debian's prometheus package): syntax,
+# queries and their unit tests (deploy/ops/alerts_test.yml).
+ops-check:
+	deploy/ops/check.sh
 
 # The container image (Containerfile): the static binary built here, FROM scratch, non-root.
 # ENGINE is podman or docker, whichever is installed; where podman's overlay storage does not
@@ -67,6 +73,11 @@ fuzz:
 # the script).
 playground-assets:
 	playground/update-assets.sh
+
+# Refreshes the vendored Scalar build of the REST reference (/v1/docs) from the npm registry
+# (version pinned in the script).
+reference-assets:
+	reference/update-assets.sh
 
 # Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
 # (tools/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.

@@ -22,10 +22,11 @@ import (
 const chromiumPath = "/usr/bin/chromium"
 
 // browserTimeout bounds the life of the browser, its start included; stepsTimeout bounds the
-// steps of the test, leaving time for a screenshot when they fail.
+// steps of a test, leaving time for a screenshot when they fail. They are generous because the
+// API reference's 4 MiB script alone takes seconds to compile on a busy 2-core machine.
 const (
-	browserTimeout = 20 * time.Second
-	stepsTimeout   = 15 * time.Second
+	browserTimeout = 60 * time.Second
+	stepsTimeout   = 50 * time.Second
 )
 
 // TestBrowserPlayground loads the playground in headless Chromium from a real server, types the

@@ -31,6 +31,7 @@ import (
 	"petstore/observe"
 	"petstore/playground"
 	"petstore/ratelimit"
+	"petstore/reference"
 	"petstore/rest"
 	"petstore/secret"
 	"petstore/store"
@@ -431,6 +432,8 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		GraphQL:    graph.NewHandler(resolver, gqlOpts),
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
+		Reference:  reference.Handler("/v1/openapi.json"),
+		SDL:        graph.SDL(),
 		Identify:   authn.Identify,
 		Lookup:     authn.Lookup,
 		Limit:      limiter,

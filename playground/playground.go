@@ -14,6 +14,8 @@ import (
 	"net/url"
 	"path"
 	"strings"
+
+	"petstore/internal/webasset"
 )
 
 // page is the playground's HTML; it takes a pageData.
@@ -41,13 +43,13 @@ func Handler(endpoint string) http.Handler {
 	} else if u.Host != "" {
 		connect += " " + u.Host
 	}
-	return &handler{endpoint: endpoint, connect: connect, assets: loadAssets()}
+	return &handler{endpoint: endpoint, connect: connect, assets: webasset.Load(files, "playground")}
 }
 
 type handler struct {
 	endpoint string
 	connect  string // the origins the page may send requests to
-	assets   *assets
+	assets   *webasset.Set
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -57,7 +59,7 @@ func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if i := strings.LastIndex(r.URL.Path, "/assets/"); i >= 0 {
-		h.assets.serve(w, r, r.URL.Path[i+len("/assets/"):])
+		h.assets.Serve(w, r, r.URL.Path[i+len("/assets/"):])
 		return
 	}
 	h.servePage(w, r)
@@ -72,7 +74,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	err := page.Execute(&buf, pageData{
 		Endpoint:   h.endpoint,
 		StyleNonce: nonce,
-		Asset:      func(p string) (string, error) { return h.assets.url(base, p) },
+		Asset:      func(p string) (string, error) { return h.assets.URL(base, p) },
 	})
 	if err != nil {
 		http.Error(w, "the playground page failed to render", http.StatusInternalServerError)

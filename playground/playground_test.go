@@ -75,7 +75,7 @@ func TestPlaygroundPage(t *testing.T) {
 	}
 	scripts, styles := 0, 0
 	for _, ref := range pageRefs(t, body) {
-		if ref.Scheme == "data" {
+		if ref.Scheme == "data" || ref.Host == "petstore.test" && ref.Path == "/v1/docs" { // the REST reference
 			continue
 		}
 		if ref.Host != "petstore.test" || !strings.HasPrefix(ref.Path, pagePath+"/assets/") {
@@ -134,7 +134,7 @@ func TestPlaygroundAssets(t *testing.T) {
 	h := playground.Handler("/v1/graphql")
 	page := get(t, h, pagePath).Body.String()
 	for _, ref := range pageRefs(t, page) {
-		if ref.Scheme == "data" || ref.Host != "petstore.test" { // the latter fail TestPlaygroundPage
+		if ref.Scheme == "data" || ref.Host != "petstore.test" || ref.Path == "/v1/docs" { // the host fails TestPlaygroundPage
 			continue
 		}
 		t.Run(ref.Path[strings.LastIndex(ref.Path, "/")+1:], func(t *testing.T) {

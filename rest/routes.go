@@ -26,6 +26,8 @@ type Deps struct {
 	GraphQL    http.Handler                // the GraphQL handler, served at /v1/graphql
 	OpenAPI    []byte                      // the OpenAPI document, served at /v1/openapi.json
 	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
+	Reference  http.Handler                // the REST API reference, served at /v1/docs without a key; nil for none
+	SDL        []byte                      // the GraphQL schema, served at /v1/graphql/schema.graphql without a key; nil for none
 	Identify   gin.HandlerFunc             // identifies the caller's key; leaves a key not found valid before for Lookup (auth.Authenticator.Identify)
 	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
 	Limit      Limiter                     // rate limiter; nil for none
@@ -45,8 +47,8 @@ type Limiter interface {
 	Middleware(c *gin.Context)
 }
 
-// NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground),
-// /healthz, /readyz and /metrics.
+// NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground, API
+// reference, GraphQL schema), /healthz, /readyz and /metrics.
 func NewRouter(d Deps) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -80,6 +82,13 @@ func NewRouter(d Deps) *gin.Engine {
 	if d.Playground != nil {
 		v1.GET("/playground", gin.WrapH(d.Playground))
 		v1.GET("/playground/assets/*asset", gin.WrapH(d.Playground))
+	}
+	if d.Reference != nil {
+		v1.GET("/docs", gin.WrapH(d.Reference))
+		v1.GET("/docs/assets/*asset", gin.WrapH(d.Reference))
+	}
+	if d.SDL != nil {
+		v1.GET("/graphql/schema.graphql", serveSDL(d.SDL))
 	}
 
 	// Every API route: identify and charge, refuse oversized requests and the unidentified,
