@@ -31,3 +31,10 @@ func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
 	}
 	return db.Statement.ConnPool
 }
+
+// InTx reports whether ctx carries a transaction (WithTx): its statements must not be retried
+// one by one, since a rollback ends the whole transaction; its owner retries it (Transact).
+func InTx(ctx context.Context) bool {
+	_, ok := ctx.Value(txKey{}).(*gorm.DB)
+	return ok
+}
