@@ -48,12 +48,20 @@ func Retryable(err error) bool {
 	return errors.Is(err, driver.ErrBadConn)
 }
 
-// LostConnection reports whether err says the connection broke while a statement was under
-// way, so that its outcome is unknown to the client (the server may or may not have run it).
-// A context that ended is not a lost connection.
+// mysqlConnectionEnded are MySQL server errors that end the connection: killed (MariaDB's
+// 1927, MySQL's 1317 is a query interrupted and stays transient), server shutting down (1053).
+var mysqlConnectionEnded = map[uint16]bool{1927: true, 1053: true}
+
+// LostConnection reports whether err says the connection broke or was ended while a statement
+// was under way, so that its outcome is unknown to the client (the server may or may not have
+// run it). A context that ended is not a lost connection.
 func LostConnection(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return false
+	}
+	var myErr *mysqldriver.MySQLError
+	if errors.As(err, &myErr) {
+		return mysqlConnectionEnded[myErr.Number]
 	}
 	var netErr net.Error
 	return errors.Is(err, mysqldriver.ErrInvalidConn) || errors.Is(err, sql.ErrConnDone) ||
