@@ -53,7 +53,7 @@ outage-test:
 	PETSTORE_TEST_OUTAGE=30s $(GO) test -count=1 -run '^TestOutageUnderLoad$$' -v .
 
 # A real 3-node MariaDB Galera cluster (internal/dbtest.StartGalera: its own datadirs and free
-# ports, galera-4 and rsync from Debian; about 2 minutes): one instance per node, read-your-writes
+# ports, galera-4 and rsync from Debian; about a minute): one instance per node, read-your-writes
 # across instances with and without causal reads (galera_test.go).
 galera-test:
 	$(GO) vet -tags galera .
