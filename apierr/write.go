@@ -22,7 +22,8 @@ const StatusClientClosedRequest = 499
 // Write writes err as a JSON Error body with its status. Failures of the service (5xx other
 // than not_implemented) are logged with their cause; the client sees only the code and the
 // safe message. An error caused by the client going away (the request's context cancelled)
-// is not logged as a failure: its status is StatusClientClosedRequest, without a body.
+// is not logged as a failure: its status is StatusClientClosedRequest, without a body. An
+// unavailable answer (503) carries Retry-After: 1 unless the writer set one.
 func Write(w http.ResponseWriter, r *http.Request, err error) {
 	if errors.Is(err, context.Canceled) && r.Context().Err() != nil {
 		slog.DebugContext(r.Context(), "client went away", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -38,6 +39,9 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/json; charset=utf-8")
 	h.Set("X-Content-Type-Options", "nosniff")
+	if e.Code == Unavailable && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", "1")
+	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(Body{Code: e.Code, Message: e.Message, Status: status})
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/sync/singleflight"
@@ -18,6 +19,20 @@ import (
 // DefaultCacheTTL bounds how long a server keeps trusting a cached key lookup: a revoked key
 // stops working within this time.
 const DefaultCacheTTL = 10 * time.Second
+
+// StaleIfError is how long past its expiry a cached lookup still answers while the key table
+// cannot be read (stale-if-error): a key found valid within it keeps its principal through an
+// outage, so that it is charged to its own budget and never to its client address, and a key
+// found unknown keeps its 401. Its price: while the database does not answer, a key revoked
+// up to DefaultCacheTTL before the outage began stays accepted for at most this long (its
+// requests still need the database to do anything). Nothing can be revoked during the
+// outage itself: revoking writes the key table.
+const StaleIfError = 5 * time.Minute
+
+// downFor is how long after a failed read of the key table lookups answer from the cache, or
+// 503, without trying the database again: an outage costs one attempt a second, whatever
+// keys clients send.
+const downFor = time.Second
 
 // maxUnknownEntries bounds the cache of unknown and revoked keys, so that guessed keys cannot
 // grow it without limit. Valid keys are cached apart, never evicted by guesses: there are only
@@ -43,6 +58,8 @@ type Authenticator struct {
 	unknown    map[string]cacheEntry // keys unknown or revoked at their last lookup, by key hash
 	maxUnknown int                   // bound of unknown: maxUnknownEntries
 	flight     singleflight.Group
+	stale      time.Duration // StaleIfError
+	downUntil  atomic.Int64  // Unix nanoseconds before which the key table is not read: a read failed
 }
 
 type cacheEntry struct {
@@ -61,7 +78,8 @@ func NewAuthenticator(db *gorm.DB, prefix string, ttl, queryTimeout time.Duratio
 		queryTimeout = store.DefaultTimeout
 	}
 	return &Authenticator{db: db, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
-		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries}
+		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries,
+		stale: StaleIfError}
 }
 
 // Authenticate returns the principal of an Authorization header value. It returns an
@@ -110,17 +128,42 @@ func (a *Authenticator) knownValid(hash string) bool {
 }
 
 // lookup reads the key with hash from the key table, once for every caller waiting on it, and
-// caches the answer.
+// caches the answer. When the table cannot be read (or could not within the last downFor),
+// a lookup cached less than StaleIfError ago answers instead; else the key is unchecked: an
+// unavailable error (Unchecked).
 func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, error) {
 	now := a.now()
-	v, err, _ := a.flight.Do(hash, func() (any, error) {
-		// Shared by every caller waiting on this key: not cancelled with the first one.
-		return a.load(context.WithoutCancel(ctx), hash, now)
-	})
-	if err != nil {
-		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+	err := errDown
+	if now.UnixNano() >= a.downUntil.Load() {
+		var v any
+		v, err, _ = a.flight.Do(hash, func() (any, error) {
+			// Shared by every caller waiting on this key: not cancelled with the first one.
+			// Each read of the table has its own timeout (take).
+			return a.load(context.WithoutCancel(ctx), hash, now)
+		})
+		if err == nil {
+			return v.(cacheEntry).answer()
+		}
+		a.downUntil.Store(now.Add(downFor).UnixNano())
 	}
-	return v.(cacheEntry).answer()
+	if e, ok := a.staleEntry(hash, now); ok {
+		return e.answer()
+	}
+	return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+}
+
+// errDown is the cause of an unchecked key while the key table is left alone after a failure.
+var errDown = errors.New("auth: the key table failed to answer less than a second ago")
+
+// staleEntry returns the cached lookup of hash, expired less than a.stale ago.
+func (a *Authenticator) staleEntry(hash string, now time.Time) (cacheEntry, bool) {
+	a.mu.RLock()
+	e, ok := a.valid[hash]
+	if !ok {
+		e, ok = a.unknown[hash]
+	}
+	a.mu.RUnlock()
+	return e, ok && now.Before(e.expires.Add(a.stale))
 }
 
 // answer returns the principal of e, or the error of an unknown or revoked key.

@@ -10,6 +10,7 @@ import (
 
 	"petstore/internal/dblock"
 	"petstore/models"
+	"petstore/store"
 )
 
 // ErrKeyNotFound is returned by Revoke for an id that names no key.
@@ -58,7 +59,10 @@ func CreateKey(ctx context.Context, db *gorm.DB, prefix string, spec KeySpec) (s
 	if spec.Plan == "enterprise" {
 		rec.PerMinute, rec.PerDay = &spec.PerMinute, &spec.PerDay
 	}
-	if err := db.WithContext(ctx).Create(&rec).Error; err != nil {
+	// The write runs again while the server rolls it back (store.Retry). A connection lost
+	// under it may leave a key stored that nobody ever saw: harmless, since only its hash is.
+	err := store.Retry(ctx, func(ctx context.Context) error { return db.WithContext(ctx).Create(&rec).Error })
+	if err != nil {
 		return "", models.APIKey{}, fmt.Errorf("store the key: %w", err)
 	}
 	return key, rec, nil

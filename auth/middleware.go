@@ -78,3 +78,14 @@ func Require(c *gin.Context) {
 	apierr.Write(c.Writer, c.Request, err)
 	c.Abort()
 }
+
+// Unchecked returns the error of a request whose key could not be checked because the key
+// table did not answer (an unavailable *apierr.Error, for 503), or nil. Such a request is
+// nobody's yet: the rate limiter charges it to no budget.
+func Unchecked(c *gin.Context) error {
+	err, _ := c.Value(failureKey).(error)
+	if err != nil && apierr.From(err).Code == apierr.Unavailable {
+		return err
+	}
+	return nil
+}

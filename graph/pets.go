@@ -27,7 +27,10 @@ import (
 const createPetSQL = "INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
 
 // create validates input and stores the pet it describes. It returns INVALID_REQUEST naming the
-// first bad field.
+// first bad field. Outside a transaction the INSERT runs again while the server rolls it back
+// (store.Retry), all attempts within the statement timeout; inside one (Idempotency-Key) the
+// transaction's owner runs it all again (store.Transact). A connection lost under the INSERT
+// is 503 saying that the pet may exist (store.WriteError).
 func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
 	if err := input.Validate(); err != nil {
 		return nil, err
@@ -35,12 +38,21 @@ func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet
 	pet := input.Pet()
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
-	res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, createPetSQL, pet.Name, pet.CategoryID, pet.Status)
-	if err != nil {
-		return nil, store.APIError(err)
+	insert := func(ctx context.Context) error {
+		res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, createPetSQL, pet.Name, pet.CategoryID, pet.Status)
+		if err == nil {
+			pet.ID, err = res.LastInsertId()
+		}
+		return err
 	}
-	if pet.ID, err = res.LastInsertId(); err != nil {
-		return nil, store.APIError(err)
+	var err error
+	if store.InTx(ctx) {
+		err = insert(ctx)
+	} else {
+		err = store.Retry(ctx, insert)
+	}
+	if err != nil {
+		return nil, store.WriteError(err)
 	}
 	return &pet, nil
 }

@@ -1,8 +1,10 @@
 package idempotency
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 
 	"github.com/gin-gonic/gin"
@@ -11,9 +13,14 @@ import (
 	"petstore/store"
 )
 
-// execute runs the rest of the chain for cl inside one transaction with a buffered response,
-// records a final answer below 500 in that same transaction, and sends the response once the
-// outcome is committed. A 5xx, a panic or a failed commit stores nothing and releases cl.
+// execute runs the handler (the last of the chain, right after Middleware) for cl inside one
+// transaction with a buffered response, records a final answer below 500 in that same
+// transaction, and sends the response once the outcome is committed. The transaction runs
+// again, handler included, when it ended without effect (store.Transact: a deadlock, a
+// certification failure, a connection lost before COMMIT), so a safe retry is made here
+// rather than by the client. A 5xx, a panic or a failed commit stores nothing and releases
+// cl; a COMMIT whose outcome is unknown is not run again: 503, and the client's retry with the
+// same key gets the recorded answer if it did commit.
 //
 // On SQLite the transaction holds the one connection until it ends: every statement of this
 // request in between runs in it, and the release runs after it.
@@ -23,56 +30,52 @@ func (s *Store) execute(c *gin.Context, cl *claim) {
 	// and database/sql rolls back a transaction whose context has ended.
 	txCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
 	defer cancel()
-	tx := s.db.WithContext(txCtx).Begin()
-	if tx.Error != nil {
-		s.release(ctx, cl)
-		abort(c, store.APIError(tx.Error))
-		return
-	}
-	w := s.runHandler(c, txCtx, tx, cl)
-	if w.status >= http.StatusInternalServerError {
-		tx.Rollback()
+	var w *bufferedWriter
+	err := store.Transact(txCtx, s.db, func(tx *gorm.DB) error {
+		w = s.runHandler(c, txCtx, tx, cl)
+		if w.status >= http.StatusInternalServerError {
+			return errHandlerFailed
+		}
+		return s.saveAnswer(txCtx, tx, cl, w.answer())
+	})
+	c.Abort() // the handler ran here, as many times as it took
+	switch {
+	case err == nil:
+		w.sendTo(c.Writer)
+	case errors.Is(err, errHandlerFailed):
 		s.release(ctx, cl)
 		w.sendTo(c.Writer)
-		return
-	}
-	if err := s.commit(txCtx, tx, cl, w.answer()); err != nil {
+	case errors.Is(err, errLeaseLost):
 		s.release(ctx, cl)
-		if errors.Is(err, errLeaseLost) {
-			inUse(c)
-		} else {
-			abort(c, errNotRecorded(err))
-		}
-		return
+		inUse(c)
+	default:
+		s.release(ctx, cl)
+		abort(c, errNotRecorded(err))
 	}
-	w.sendTo(c.Writer)
 }
 
-// runHandler runs the rest of the chain with tx in the request context and the response
-// buffered, and returns the buffer. A handler that panics (or exits its goroutine) gets tx
-// rolled back and cl released; the panic goes on up to the router's recovery untouched.
+// errHandlerFailed means that the handler answered 5xx: nothing is recorded.
+var errHandlerFailed = errors.New("idempotency: the handler answered 5xx")
+
+// runHandler runs the handler with tx in the request context, a fresh copy of the body and
+// the response buffered, and returns the buffer. A handler that panics (or exits its
+// goroutine) gets tx rolled back and cl released; the panic goes on up to the
+// router's recovery untouched.
 func (s *Store) runHandler(c *gin.Context, txCtx context.Context, tx *gorm.DB, cl *claim) *bufferedWriter {
 	w := newBufferedWriter(c.Writer)
 	orig, req := c.Writer, c.Request
-	c.Writer, c.Request = w, req.WithContext(store.WithTx(txCtx, tx))
+	run := req.WithContext(store.WithTx(txCtx, tx))
+	run.Body = io.NopCloser(bytes.NewReader(cl.body))
+	c.Writer, c.Request = w, run
 	returned := false
 	defer func() {
 		c.Writer, c.Request = orig, req
 		if !returned {
-			tx.Rollback()
+			tx.Rollback() // before the release: on SQLite tx holds the one connection
 			s.release(req.Context(), cl)
 		}
 	}()
-	c.Next()
+	c.Handler()(c)
 	returned = true
 	return w
-}
-
-// commit records a as the answer of cl in tx and commits tx; on failure tx is rolled back.
-func (s *Store) commit(ctx context.Context, tx *gorm.DB, cl *claim, a answer) error {
-	if err := s.saveAnswer(ctx, tx, cl, a); err != nil {
-		tx.Rollback()
-		return err
-	}
-	return tx.Commit().Error
 }

@@ -104,7 +104,7 @@ func (s *Store) scopeOf(c *gin.Context, key string) (scope, error) {
 	if err != nil {
 		return scope{}, err
 	}
-	return scope{keyID: p.KeyID, key: key, hash: fingerprint(c.Request.Method, c.FullPath(), body)}, nil
+	return scope{keyID: p.KeyID, key: key, hash: fingerprint(c.Request.Method, c.FullPath(), body), body: body}, nil
 }
 
 // readBody reads r's body (jsonbody.Read: at most jsonbody.MaxBytes) and replaces it by a

@@ -11,6 +11,8 @@ import (
 	sqlite "github.com/glebarez/go-sqlite"
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
+
+	"petstore/store"
 )
 
 // States of a record.
@@ -37,11 +39,13 @@ type record struct {
 // TableName is the table of the records.
 func (record) TableName() string { return "idempotency_keys" }
 
-// scope identifies a request: its API key, its Idempotency-Key and its fingerprint.
+// scope identifies a request: its API key, its Idempotency-Key and its fingerprint; body is
+// the request's body, for each run of the handler.
 type scope struct {
 	keyID int64
 	key   string
 	hash  string
+	body  []byte
 }
 
 // claim is a scope this request holds the lease of, until it records an answer or releases.
@@ -85,14 +89,14 @@ func (s *Store) acquire(ctx context.Context, sc scope) (*claim, *record, error) 
 		if err == nil {
 			return cl, nil, nil
 		}
-		if deadlock(err) {
+		if store.Retryable(err) {
 			continue
 		}
 		if !duplicate(err) {
 			return nil, nil, err
 		}
 		rec, err := s.find(ctx, sc)
-		if errors.Is(err, gorm.ErrRecordNotFound) || deadlock(err) {
+		if errors.Is(err, gorm.ErrRecordNotFound) || store.Retryable(err) {
 			continue // released or purged meanwhile: insert again
 		}
 		if err != nil {
@@ -105,7 +109,7 @@ func (s *Store) acquire(ctx context.Context, sc scope) (*claim, *record, error) 
 		switch {
 		case ok:
 			return cl, nil, nil
-		case err != nil && !deadlock(err):
+		case err != nil && !store.Retryable(err):
 			return nil, nil, err
 		}
 	}
@@ -259,10 +263,3 @@ const (
 	sqliteConstraintPrimaryKey = 1555
 	sqliteConstraintUnique     = 2067
 )
-
-// deadlock reports whether err is an InnoDB deadlock (1213): the statement was rolled back
-// and may simply run again. Concurrent INSERTs of one key can deadlock after a DELETE of it.
-func deadlock(err error) bool {
-	var myErr *mysqldriver.MySQLError
-	return errors.As(err, &myErr) && myErr.Number == 1213
-}

@@ -64,9 +64,16 @@ func New(cfg Config, store Store) (*Limiter, error) {
 // identifies the key (auth.Identify, then Gate and auth.Lookup) and before the one that requires
 // it. It charges the request to its key, or to its client address when it has no principal,
 // sets the rate-limit headers (before the handler runs, so that every response carries them),
-// and answers 429 rate_limited or key_suspended itself when the request is rejected.
+// and answers 429 rate_limited or key_suspended itself when the request is rejected. A
+// request whose key could not be checked (auth.Unchecked: the database is down) is charged to
+// nobody: it is answered 503 unavailable at once, so that an outage never spends an address's
+// budget nor leads to a suspension.
 func (l *Limiter) Middleware(c *gin.Context) {
 	r := c.Request
+	if err := auth.Unchecked(c); err != nil {
+		l.unchecked(c, err)
+		return
+	}
 	subj, p := l.subject(r)
 	d, err := l.store.Take(r.Context(), subj, p)
 	if err != nil {
@@ -110,6 +117,16 @@ func (l *Limiter) Gate(c *gin.Context) {
 		l.observe(d.Outcome, AnonymousPlan)
 	}
 	l.reject(c, subj, d)
+}
+
+// unchecked answers 503 to a request whose key could not be checked, charging nothing and
+// counting nothing toward a suspension (so the store is not asked: Check would count a
+// rejection). Its rate-limit headers are those of the anonymous policy with nothing spent, as
+// when the store fails; apierr.Write adds Retry-After: 1.
+func (l *Limiter) unchecked(c *gin.Context, err error) {
+	setHeaders(c.Writer.Header(), decision(l.anon, raw{outcome: Allowed, now: time.Now().UnixMilli()}))
+	apierr.Write(c.Writer, c.Request, err)
+	c.Abort()
 }
 
 // reject answers the rejected request of subj: 429 with the headers of d and Retry-After.

@@ -33,7 +33,8 @@ func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
 }
 
 // InTx reports whether ctx carries a transaction (WithTx): reads made with it belong to that
-// transaction, on the primary.
+// transaction, on the primary, and its statements must not be retried one by one, since a
+// rollback ends the whole transaction; its owner retries it (Transact).
 func InTx(ctx context.Context) bool {
 	_, ok := ctx.Value(txKey{}).(*gorm.DB)
 	return ok

@@ -134,7 +134,7 @@ func TestCheckPassesGoodResponses(t *testing.T) {
 		{"unauthorized", "GET", "/v1/pets", 401, headers("WWW-Authenticate", `Bearer realm="petstore"`), `{"code":"unauthorized","message":"m","status":401}`, true, ""},
 		{"rate limited", "POST", "/v1/pets", 429, headers("Retry-After", "13"), `{"code":"rate_limited","message":"m","status":429}`, true, ""},
 		{"orders", "GET", "/v1/store/orders", 501, headers(), `{"code":"not_implemented","message":"m","status":501}`, true, ""},
-		{"unavailable", "GET", "/v1/store/orders", 503, headers(), `{"code":"unavailable","message":"m","status":503}`, true, ""},
+		{"unavailable", "GET", "/v1/store/orders", 503, headers("Retry-After", "1"), `{"code":"unavailable","message":"m","status":503}`, true, ""},
 	})
 }
 
