@@ -88,4 +88,3 @@ func TestGaleraReadYourWrites(t *testing.T) {
 		})
 	}
 }
-

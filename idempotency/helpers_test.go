@@ -141,7 +141,7 @@ func (f *fixture) failOnce(c *gin.Context) bool {
 			panic(err)
 		}
 		_ = conn.Exec("KILL ?", id).Error // the transaction dies with its connection
-		for range 100 { // KILL may take effect a moment later: wait until it has
+		for range 100 {                   // KILL may take effect a moment later: wait until it has
 			if conn.Exec("DO 1").Error != nil {
 				break
 			}
