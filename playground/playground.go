@@ -53,16 +53,7 @@ type handler struct {
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "the playground answers GET and HEAD only", http.StatusMethodNotAllowed)
-		return
-	}
-	if i := strings.LastIndex(r.URL.Path, "/assets/"); i >= 0 {
-		h.assets.Serve(w, r, r.URL.Path[i+len("/assets/"):])
-		return
-	}
-	h.servePage(w, r)
+	h.assets.ServePage(w, r, "the playground", h.servePage)
 }
 
 // servePage writes the HTML page. Its asset addresses are relative to the page's own address, so

@@ -88,6 +88,22 @@ func (s *Set) URL(page, p string) (string, error) {
 	return page + "/assets/" + as.name, nil
 }
 
+// ServePage answers the requests of a page and its assets: GET and HEAD only (405 with Allow
+// otherwise), the asset named after the last /assets/ of the path, and anything else with
+// page. what names the page in the 405's message.
+func (s *Set) ServePage(w http.ResponseWriter, r *http.Request, what string, page http.HandlerFunc) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, what+" answers GET and HEAD only", http.StatusMethodNotAllowed)
+		return
+	}
+	if i := strings.LastIndex(r.URL.Path, "/assets/"); i >= 0 {
+		s.Serve(w, r, r.URL.Path[i+len("/assets/"):])
+		return
+	}
+	page(w, r)
+}
+
 // Serve writes the asset called name, or a 404. Assets are immutable, so they are cached for
 // a year; clients that accept gzip get it compressed.
 func (s *Set) Serve(w http.ResponseWriter, r *http.Request, name string) {
