@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,8 +12,6 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
-
-	"petstore/internal/dbtest"
 )
 
 // TestBrowserAPIReference loads the REST reference page in headless Chromium from a real server,
@@ -24,12 +21,7 @@ import (
 // must load nothing from another origin, get no error status, break no Content-Security-Policy
 // rule (but zod's probe for eval, see forgiveEvalProbe) and throw no script error.
 func TestBrowserAPIReference(t *testing.T) {
-	if _, err := os.Stat(chromiumPath); err != nil {
-		if dbtest.Required() {
-			t.Fatalf("Chromium is required here (apt-get install chromium): %v", err)
-		}
-		t.Skipf("no Chromium at %s (apt-get install chromium): %v", chromiumPath, err)
-	}
+	requireChromium(t)
 	base, key, _, _ := startServer(t)
 	waitHealthy(t, base)
 	// The client fills the list's query from the document's examples: status=available.

@@ -29,18 +29,25 @@ const (
 	stepsTimeout   = 50 * time.Second
 )
 
-// TestBrowserPlayground loads the playground in headless Chromium from a real server, types the
-// API key into the page's key field, runs a pets query with GraphiQL's run button, reads the
-// answer off the result pane and finds Query.pet deprecated in the docs explorer. The page must
-// load nothing from another origin, get no error status, break no Content-Security-Policy rule
-// and throw no script error.
-func TestBrowserPlayground(t *testing.T) {
+// requireChromium skips t when Debian's Chromium is missing, or fails it where the services are
+// required (CI).
+func requireChromium(t *testing.T) {
+	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
 		if dbtest.Required() {
 			t.Fatalf("Chromium is required here (apt-get install chromium): %v", err)
 		}
 		t.Skipf("no Chromium at %s (apt-get install chromium): %v", chromiumPath, err)
 	}
+}
+
+// TestBrowserPlayground loads the playground in headless Chromium from a real server, types the
+// API key into the page's key field, runs a pets query with GraphiQL's run button, reads the
+// answer off the result pane and finds Query.pet deprecated in the docs explorer. The page must
+// load nothing from another origin, get no error status, break no Content-Security-Policy rule
+// and throw no script error.
+func TestBrowserPlayground(t *testing.T) {
+	requireChromium(t)
 	base, key, _, _ := startServer(t)
 	waitHealthy(t, base)
 	if _, ok := postPet(base, key, "Rex"); !ok { // sigterm_test.go: {"name":"Rex","categoryId":1}
