@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -17,6 +20,7 @@ import (
 	"petstore/config"
 	"petstore/internal/dbtest"
 	"petstore/internal/jsonbody"
+	"petstore/observe"
 	"petstore/rest"
 	"petstore/store"
 )
@@ -249,4 +253,40 @@ func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
 		t.Fatal(err)
 	}
 	check("GraphQL with the database gone", request{method: http.MethodPost, path: "/v1/graphql", body: `{"query":"{ pets { id } }"}`, header: gql}, http.StatusOK, true)
+}
+
+// TestClientAddressBehindProxy: behind a trusted proxy the client address is worked out once,
+// and the limiter and the request log read the same one: each forwarded client has its own
+// anonymous budget and its own address in the log line; a peer that is not a trusted proxy
+// is its own client, whatever X-Forwarded-For says.
+func TestClientAddressBehindProxy(t *testing.T) {
+	cfg := config.Default()
+	cfg.TrustedProxies = []string{"10.0.0.0/8"}
+	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
+	var logged bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(observe.NewJSONLogHandler(&logged, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+
+	steps := []struct {
+		peer, forwarded, client, remaining string
+	}{
+		{"10.0.0.1:80", "198.51.100.7", "198.51.100.7", strconv.FormatInt(cfg.RateLimit.AnonymousPerMinute-1, 10)},
+		{"10.0.0.2:80", "203.0.113.5, 198.51.100.7", "198.51.100.7", strconv.FormatInt(cfg.RateLimit.AnonymousPerMinute-2, 10)},
+		{"10.0.0.1:80", "198.51.100.8", "198.51.100.8", strconv.FormatInt(cfg.RateLimit.AnonymousPerMinute-1, 10)},
+		{"192.0.2.9:80", "198.51.100.8", "192.0.2.9", strconv.FormatInt(cfg.RateLimit.AnonymousPerMinute-1, 10)},
+	}
+	for i, s := range steps {
+		logged.Reset()
+		req := get("/v1/pets")
+		req.noAuth, req.remoteAddr, req.header = true, s.peer, http.Header{"X-Forwarded-For": {s.forwarded}}
+		resp := api.do(t, req)
+		if got := resp.header.Get("X-RateLimit-Remaining"); resp.status != http.StatusUnauthorized || got != s.remaining {
+			t.Errorf("request %d: got %d with %q remaining; want 401 with %q", i+1, resp.status, got, s.remaining)
+		}
+		var line struct{ Client string }
+		if err := json.Unmarshal(logged.Bytes(), &line); err != nil || line.Client != s.client {
+			t.Errorf("request %d: logged client %q (%v, line %s); want %q", i+1, line.Client, err, logged.Bytes(), s.client)
+		}
+	}
 }

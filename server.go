@@ -419,6 +419,10 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	if err != nil {
 		return rest.Deps{}, err
 	}
+	proxies, err := cfg.Proxies()
+	if err != nil {
+		return rest.Deps{}, err
+	}
 	gqlOpts := cfg.GraphQL
 	if rdb != nil {
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
@@ -438,6 +442,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		Lookup:     authn.Lookup,
 		Limit:      limiter,
 		Idempotent: idem.Middleware,
+		ClientAddr: proxies.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ping,

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"petstore/auth"
+	"petstore/clientaddr"
 	"petstore/graph"
 	"petstore/idempotency"
 	"petstore/ratelimit"
@@ -38,6 +39,7 @@ type Config struct {
 	BodyTimeout     time.Duration // how long a client may take to send the whole request
 	LogLevel        slog.Level    // debug, info, warn or error
 	CORSOrigins     []string      // browser origins allowed to call the API; none by default
+	TrustedProxies  []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
 	IdempotencyTTL  time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
 	APQTTL          time.Duration // how long a persisted GraphQL query stays in Redis after its last use
 	GraphQL         graph.Options
@@ -109,7 +111,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&rl.SuspendBase, "suspend-base", rl.SuspendBase, "length of a first suspension; repeats double it")
 	fs.DurationVar(&rl.SuspendMax, "suspend-max", rl.SuspendMax, "longest suspension")
 	fs.BoolVar(&rl.FailOpen, "ratelimit-fail-open", rl.FailOpen, "when Redis fails: admit requests uncounted (true) or answer 503 (false)")
-	listVar(fs, &rl.TrustedProxies, "trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed")
+	listVar(fs, &c.TrustedProxies, "trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed")
 	listVar(fs, &c.CORSOrigins, "cors-origins", `comma-separated browser origins allowed to call the API ("*": any)`)
 }
 
@@ -189,10 +191,18 @@ func (c Config) Validate() error {
 	if err := c.RateLimit.Validate(); err != nil {
 		return fmt.Errorf("rate limits: %w", err)
 	}
+	if _, err := c.Proxies(); err != nil {
+		return fmt.Errorf("PETSTORE_TRUSTED_PROXIES: %w", err)
+	}
 	if len(c.Replicas) > 0 && !strings.HasPrefix(c.DB, "mysql://") {
 		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")
 	}
 	return c.validateAddresses()
+}
+
+// Proxies returns the trusted proxies of PETSTORE_TRUSTED_PROXIES (Validate checks them).
+func (c Config) Proxies() (clientaddr.Proxies, error) {
+	return clientaddr.ParseProxies(c.TrustedProxies)
 }
 
 // Idempotency returns the settings of the Idempotency-Key records.
@@ -245,6 +255,6 @@ func (c Config) LogValue() slog.Value {
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
 		slog.Duration("drain_delay", c.DrainDelay),
-		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.RateLimit.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
+		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
 	)
 }

@@ -53,8 +53,8 @@
 // the fields method, route, path, status, duration_ms, bytes, request_id, client and, when the
 // request carried a valid key, key_id. The path is the escaped URL path without the query
 // string (a query may hold secrets or personal data that have no place in logs), cut to 1,024
-// bytes. client is the immediate peer's address (behind a proxy, the proxy's: X-Forwarded-For
-// is not trusted here). No header is logged, so neither the Authorization header nor the key
+// bytes. client is the client address the limiter charges too (package clientaddr: the
+// immediate peer, or behind a trusted proxy the client it forwards for). No header is logged, so neither the Authorization header nor the key
 // ever appears. Levels: debug for /healthz, /readyz and /metrics, whatever their status; error
 // for 5xx other than 501 not_implemented; info for the rest.
 package observe

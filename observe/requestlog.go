@@ -2,7 +2,6 @@ package observe
 
 import (
 	"log/slog"
-	"net"
 	"net/http"
 	"strconv"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"petstore/auth"
+	"petstore/clientaddr"
 	"petstore/internal/jsonstr"
 )
 
@@ -57,7 +57,7 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 	line := requestLine{
 		method: truncate(r.Method, maxLoggedMethod), route: routeLabel(route),
 		path: truncate(r.URL.EscapedPath(), maxLoggedPath), status: status, duration: d,
-		bytes: max(0, c.Writer.Size()), id: id, client: peer(r.RemoteAddr),
+		bytes: max(0, c.Writer.Size()), id: id, client: client(r),
 	}
 	if p := auth.FromContext(ctx); p != nil {
 		line.keyID = p.KeyID
@@ -147,14 +147,13 @@ func levelOf(route string, status int) slog.Level {
 	return slog.LevelInfo
 }
 
-// peer returns the address part of remoteAddr ("203.0.113.7:51234" gives "203.0.113.7"), or
-// remoteAddr itself when it has no port.
-func peer(remoteAddr string) string {
-	host, _, err := net.SplitHostPort(remoteAddr)
-	if err != nil {
-		return remoteAddr
+// client returns r's client address as clientaddr worked it out (behind a trusted proxy, the
+// client it names), or, when none could be, RemoteAddr as it came.
+func client(r *http.Request) string {
+	if a := clientaddr.From(r); a.IsValid() {
+		return a.String()
 	}
-	return host
+	return r.RemoteAddr
 }
 
 // truncate returns s cut to at most n bytes, marked with a trailing "..." when cut.

@@ -3,7 +3,6 @@ package ratelimit
 import (
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"strings"
 	"time"
 )
@@ -27,11 +26,6 @@ type Config struct {
 	SuspendBase   time.Duration
 	SuspendMax    time.Duration
 	SuspendMemory time.Duration
-
-	// TrustedProxies lists the proxies (CIDR prefixes such as "10.0.0.0/8", or single
-	// addresses) whose X-Forwarded-For header is believed. Default: none, so the client address
-	// is always the immediate peer.
-	TrustedProxies []string
 
 	// FailOpen admits requests uncounted when the store fails; false answers 503 unavailable
 	// instead. Default: true.
@@ -71,9 +65,6 @@ func DefaultConfig() Config {
 // Validate reports the first setting of c that cannot work. New calls it; config calls it too,
 // so that a bad setting stops the service before it changes anything.
 func (c Config) Validate() error {
-	if _, err := parseProxies(c.TrustedProxies); err != nil {
-		return err
-	}
 	switch {
 	case c.AnonymousPerMinute < 1:
 		return fmt.Errorf("AnonymousPerMinute must be at least 1; got %d", c.AnonymousPerMinute)
@@ -110,31 +101,4 @@ func (c Config) suspension() Suspension {
 		After: c.SuspendAfter, Window: c.SuspendWindow,
 		Base: c.SuspendBase, Max: c.SuspendMax, Memory: c.SuspendMemory,
 	}
-}
-
-// parseProxies parses TrustedProxies: CIDR prefixes or single addresses.
-func parseProxies(list []string) ([]netip.Prefix, error) {
-	out := make([]netip.Prefix, 0, len(list))
-	for _, s := range list {
-		s = strings.TrimSpace(s)
-		if a, err := netip.ParseAddr(s); err == nil {
-			a = a.Unmap().WithZone("")
-			out = append(out, netip.PrefixFrom(a, a.BitLen()))
-			continue
-		}
-		p, err := netip.ParsePrefix(s)
-		if err != nil {
-			return nil, fmt.Errorf("TrustedProxies: %q is neither an address nor a CIDR prefix", s)
-		}
-		out = append(out, netip.PrefixFrom(p.Addr().Unmap(), unmappedBits(p)).Masked())
-	}
-	return out, nil
-}
-
-// unmappedBits returns the prefix length of p once an IPv4-mapped address is unmapped.
-func unmappedBits(p netip.Prefix) int {
-	if p.Addr().Is4In6() {
-		return max(0, p.Bits()-96)
-	}
-	return p.Bits()
 }

@@ -55,14 +55,12 @@
 //
 // A request whose context carries an auth.Principal is charged to that key, with the limits of
 // its plan. Any other request is charged to its client address, with Config.AnonymousPerMinute
-// and Config.AnonymousPerDay, and never touches a key's budget. The client address is the
-// immediate peer (http.Request.RemoteAddr). Only when that peer is inside one of
-// Config.TrustedProxies is X-Forwarded-For consulted: its entries are read from right to left,
-// skipping trusted proxies, and the first untrusted address is the client (if every entry is a
-// trusted proxy, the leftmost one). A malformed entry stops the walk at the last valid hop. IPv6
+// and Config.AnonymousPerDay, and never touches a key's budget. The client address is the one
+// package clientaddr worked out for the request (the immediate peer, or behind a trusted proxy
+// the client it forwards for), the same one the request log records. IPv6
 // clients are grouped by their /64 prefix (one subscriber usually owns a whole /64), and
 // IPv4-mapped IPv6 addresses count as IPv4. An unparsable RemoteAddr falls into one shared
-// "unknown" bucket. Gin's own ClientIP (and its trusted-proxy settings) is not used.
+// "unknown" bucket.
 //
 // Limiter.Gate guards the key table: for a request whose key auth must read from the database
 // (auth.Pending), it checks the client address with Store.Check, which decides as Take does but

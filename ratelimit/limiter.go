@@ -14,6 +14,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/clientaddr"
 )
 
 // failureLogEvery bounds the store-failure log lines while a failure lasts.
@@ -24,7 +25,6 @@ type Limiter struct {
 	store    Store
 	anon     Policy
 	suspend  Suspension
-	proxies  proxies
 	failOpen bool
 	log      *slog.Logger
 	observe  func(Outcome, string) // Config.OnDecision; nil for none
@@ -43,7 +43,6 @@ func New(cfg Config, store Store) (*Limiter, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)
 	}
-	ps, _ := parseProxies(cfg.TrustedProxies) // checked by Validate
 	log := cfg.Logger
 	if log == nil {
 		log = slog.Default()
@@ -53,7 +52,6 @@ func New(cfg Config, store Store) (*Limiter, error) {
 		store:    store,
 		anon:     Policy{PerMinute: cfg.AnonymousPerMinute, PerDay: cfg.AnonymousPerDay, Suspension: s},
 		suspend:  s,
-		proxies:  ps,
 		failOpen: cfg.FailOpen,
 		log:      log,
 		observe:  cfg.OnDecision,
@@ -105,7 +103,7 @@ func (l *Limiter) Gate(c *gin.Context) {
 		return
 	}
 	r := c.Request
-	subj := AddrSubject(l.proxies.clientAddr(r))
+	subj := AddrSubject(clientaddr.From(r))
 	d, err := l.store.Check(r.Context(), subj, l.anon)
 	if err != nil && !l.failOpen {
 		l.storeFailed(c, l.anon, err)
@@ -147,7 +145,7 @@ func (l *Limiter) subject(r *http.Request) (Subject, Policy) {
 	if p := auth.FromContext(r.Context()); p != nil {
 		return KeySubject(p.KeyID), Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend}
 	}
-	return AddrSubject(l.proxies.clientAddr(r)), l.anon
+	return AddrSubject(clientaddr.From(r)), l.anon
 }
 
 // AnonymousPlan is the plan name Config.OnDecision receives for requests without a valid key.

@@ -32,6 +32,7 @@ type Deps struct {
 	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
 	Limit      Limiter                     // rate limiter; nil for none
 	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
+	ClientAddr gin.HandlerFunc             // works out the client address once (clientaddr.Proxies.Middleware); nil: the immediate peer
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
@@ -56,8 +57,12 @@ func NewRouter(d Deps) *gin.Engine {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	// Observation first, before recovery, so that it sees every request and the 500 of a
-	// recovered panic, and every later log line carries the request ID.
+	// The client address first, read by the log and the limiter alike; then observation,
+	// before recovery, so that it sees every request and the 500 of a recovered panic, and
+	// every later log line carries the request ID.
+	if d.ClientAddr != nil {
+		r.Use(d.ClientAddr)
+	}
 	if d.RequestLog != nil {
 		r.Use(d.RequestLog)
 	}
