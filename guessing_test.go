@@ -141,7 +141,7 @@ func BenchmarkGuessOverBudget(b *testing.B) {
 	cfg := config.Default()
 	for _, gate := range []bool{true, false} {
 		b.Run(map[bool]string{true: "gate", false: "nogate"}[gate], func(b *testing.B) {
-			deps, err := newDeps(cfg, db, nil)
+			deps, err := newDeps(cfg, db, nil, newRecords(b, cfg, db))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
 	"petstore/auth"
 	"petstore/config"
+	"petstore/idempotency"
 	"petstore/internal/apitest"
 	"petstore/internal/dbtest"
 	"petstore/store"
@@ -46,6 +49,26 @@ func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 	api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 	api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
 	return api
+}
+
+// newHandler returns the service's whole HTTP handler (newService), which drain tells when
+// shutdown begins.
+func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (http.Handler, error) {
+	svc, err := newService(cfg, db, rdb, drain)
+	if err != nil {
+		return nil, err
+	}
+	return svc.handler, nil
+}
+
+// newRecords returns the Idempotency-Key records of cfg on db, for newDeps.
+func newRecords(t testing.TB, cfg config.Config, db *store.DB) *idempotency.Store {
+	t.Helper()
+	records, err := idempotency.New(db.DB, cfg.Idempotency())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return records
 }
 
 // validator returns a validator of answers against the OpenAPI document that h serves.

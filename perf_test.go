@@ -123,7 +123,7 @@ func BenchmarkListPetsLimiter(b *testing.B) {
 		limit bool
 	}{{"off", nil, false}, {"memory", nil, true}, {"redis", rdb, true}} {
 		b.Run(tc.name, func(b *testing.B) {
-			deps, err := newDeps(cfg, db, tc.rdb)
+			deps, err := newDeps(cfg, db, tc.rdb, newRecords(b, cfg, db))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -137,14 +137,6 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 			return err
 		}
 	}
-	purger, err := newIdempotency(cfg, db)
-	if err != nil {
-		return err
-	}
-	purgeCtx, stopPurge := context.WithCancel(ctx)
-	purged := make(chan struct{})
-	go func() { defer close(purged); purger.RunPurger(purgeCtx, idempotency.DefaultPurgeEvery) }()
-	defer func() { stopPurge(); <-purged }() // before db.Close
 	if cfg.Env == "development" {
 		if err := printDevKey(ctx, db, cfg, stdout); err != nil {
 			return err
@@ -158,12 +150,16 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		defer rdb.Close()
 	}
 	drain := new(drainer)
-	handler, err := newHandler(cfg, db, rdb, drain)
+	svc, err := newService(cfg, db, rdb, drain)
 	if err != nil {
 		return err
 	}
+	purgeCtx, stopPurge := context.WithCancel(ctx)
+	purged := make(chan struct{})
+	go func() { defer close(purged); svc.records.RunPurger(purgeCtx, idempotency.DefaultPurgeEvery) }()
+	defer func() { stopPurge(); <-purged }() // before db.Close
 	srv := &http.Server{
-		Handler:           handler,
+		Handler:           svc.handler,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
 		ReadTimeout:       cfg.BodyTimeout,
 		WriteTimeout:      cfg.BodyTimeout + 10*time.Second, // from the end of the headers: body, handling, answer
@@ -378,19 +374,31 @@ func redisMisconfigured(err error) bool {
 	return true
 }
 
-// newHandler returns the service's whole HTTP handler, which drain tells when shutdown begins.
-func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (http.Handler, error) {
-	deps, err := newDeps(cfg, db, rdb)
+// service is the wired service: its whole HTTP handler, and the Idempotency-Key records it
+// keeps, whose expired entries serve purges beside it.
+type service struct {
+	handler http.Handler
+	records *idempotency.Store
+}
+
+// newService wires the service on db (and rdb when not nil); drain tells the handler when
+// shutdown begins.
+func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (*service, error) {
+	records, err := idempotency.New(db.DB, cfg.Idempotency())
+	if err != nil {
+		return nil, err
+	}
+	deps, err := newDeps(cfg, db, rdb, records)
 	if err != nil {
 		return nil, err
 	}
 	deps.Draining = drain.Draining
-	return drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), nil
+	return &service{handler: drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), records: records}, nil
 }
 
-// newDeps wires the resolvers, GraphQL, auth and the rate limiter (in Redis when rdb is not
-// nil, else in process) for the router.
-func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.Deps, error) {
+// newDeps wires the resolvers, GraphQL, auth, the rate limiter (in Redis when rdb is not nil,
+// else in process) and records' Idempotency-Key middleware for the router.
+func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records *idempotency.Store) (rest.Deps, error) {
 	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
 	if err != nil {
 		return rest.Deps{}, err
@@ -415,10 +423,6 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	if err := metrics.RegisterStoreErrors(limiter.StoreErrors); err != nil {
 		return rest.Deps{}, err
 	}
-	idem, err := newIdempotency(cfg, db)
-	if err != nil {
-		return rest.Deps{}, err
-	}
 	proxies, err := cfg.Proxies()
 	if err != nil {
 		return rest.Deps{}, err
@@ -441,17 +445,12 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		Identify:   authn.Identify,
 		Lookup:     authn.Lookup,
 		Limit:      limiter,
-		Idempotent: idem.Middleware,
+		Idempotent: records.Middleware,
 		ClientAddr: proxies.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ping,
 	}, nil
-}
-
-// newIdempotency returns the store of Idempotency-Key records.
-func newIdempotency(cfg config.Config, db *store.DB) (*idempotency.Store, error) {
-	return idempotency.New(db.DB, cfg.Idempotency())
 }
 
 // printDevKey creates and prints a development key when the database has no key at all.
