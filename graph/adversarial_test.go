@@ -55,11 +55,11 @@ func TestValidationSuggestsNothing(t *testing.T) {
 // errors of ten root fields and escaped as JSON, one of 60 MB.
 func TestErrorMessagesBounded(t *testing.T) {
 	long := strings.Repeat("<", 1<<20-2048)
-	cursor, _ := json.Marshal(map[string]any{
+	cursor := marshal(map[string]any{
 		"query":     "query($c: String) { " + numbered(graph.MaxQueryFields, "a%d: petsConnection(after: $c) { pageInfo { hasNextPage } }") + " }",
 		"variables": map[string]any{"c": long},
 	})
-	status, _ := json.Marshal(map[string]any{
+	status := marshal(map[string]any{
 		"query":     "query($s: PetStatus) { pets(status: $s) { id } }",
 		"variables": map[string]any{"s": long},
 	})
@@ -70,8 +70,8 @@ func TestErrorMessagesBounded(t *testing.T) {
 		{"field name in 49 operations", post(farReached(strings.Repeat("x", 1<<20-2048)), acceptGraphQL)},
 		{"string value in 49 operations", post(farReached(`pets(status: "`+long+`") { id }`), acceptGraphQL)},
 		{"number in 49 operations", post(farReached("pets(limit: "+strings.Repeat("9", 1<<20-2048)+") { id }"), acceptGraphQL)},
-		{"cursor variable in ten fields", request{method: http.MethodPost, target: "/", body: string(cursor)}},
-		{"enum variable", request{method: http.MethodPost, target: "/", body: string(status)}},
+		{"cursor variable in ten fields", request{method: http.MethodPost, target: "/", body: cursor}},
+		{"enum variable", request{method: http.MethodPost, target: "/", body: status}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, graph.DefaultOptions())

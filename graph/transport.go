@@ -95,6 +95,10 @@ func checkGetParams(q url.Values) *apierr.Error {
 func doPost(w *specWriter, r *http.Request, exec *specExecutor) {
 	ctx := r.Context()
 	body, apiErr := readBody(r)
+	if apiErr != nil && apiErr.Code == apierr.PayloadTooLarge {
+		apierr.Write(w.ResponseWriter, r, apiErr) // the same Error body as every 413 of the API
+		return
+	}
 	if apiErr != nil {
 		writeRequestError(w.ResponseWriter, w.media, apiErr)
 		return

@@ -3,9 +3,7 @@
 package rest
 
 import (
-	"bytes"
 	"context"
-	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -111,7 +109,7 @@ func NewRouter(d Deps) *gin.Engine {
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
 	api.GET("/store/orders", listOrders)
 	api.GET("/graphql", gin.WrapH(d.GraphQL))
-	api.POST("/graphql", graphQLPost(d.GraphQL))
+	api.POST("/graphql", gin.WrapH(d.GraphQL))
 	return r
 }
 
@@ -154,20 +152,6 @@ func limitBody(c *gin.Context) {
 		return
 	}
 	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, jsonbody.MaxBytes)
-}
-
-// graphQLPost reads the body of a GraphQL POST before gqlgen does, so that a body over
-// jsonbody.MaxBytes gets the same 413 Error body as REST rather than a GraphQL error.
-func graphQLPost(h http.Handler) gin.HandlerFunc {
-	return func(c *gin.Context) {
-		body, err := jsonbody.Read(c.Request.Body)
-		if err != nil {
-			writeError(c, err)
-			return
-		}
-		c.Request.Body = io.NopCloser(bytes.NewReader(body))
-		h.ServeHTTP(c.Writer, c.Request)
-	}
 }
 
 // ready answers /readyz: 200 while check passes and the instance is not draining, else 503
