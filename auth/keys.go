@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"gorm.io/gorm"
@@ -33,19 +34,19 @@ func planOf(name string, perMinute, perDay int64) (Plan, error) {
 		return Pro, nil
 	case Business.Name:
 		return Business, nil
-	case "enterprise":
+	case Enterprise:
 		if perMinute < 1 || perDay < 1 {
 			return Plan{}, errors.New("an enterprise key needs --per-minute and --per-day, each at least 1")
 		}
 		return Plan{Name: name, PerMinute: perMinute, PerDay: perDay}, nil
 	}
-	return Plan{}, fmt.Errorf("unknown plan %q: use one of free, pro, business, enterprise", name)
+	return Plan{}, fmt.Errorf("unknown plan %q: use one of %s", name, strings.Join(PlanNames, ", "))
 }
 
 // CreateKey stores a new key for spec and returns the key itself, which is not stored and
 // cannot be shown again, with its record.
 func CreateKey(ctx context.Context, db *gorm.DB, prefix string, spec KeySpec) (string, models.APIKey, error) {
-	if spec.Plan != "enterprise" && (spec.PerMinute != 0 || spec.PerDay != 0) {
+	if spec.Plan != Enterprise && (spec.PerMinute != 0 || spec.PerDay != 0) {
 		return "", models.APIKey{}, errors.New("--per-minute and --per-day are for enterprise keys; other plans have fixed limits")
 	}
 	if _, err := planOf(spec.Plan, spec.PerMinute, spec.PerDay); err != nil {
@@ -56,7 +57,7 @@ func CreateKey(ctx context.Context, db *gorm.DB, prefix string, spec KeySpec) (s
 		Name: spec.Name, Hint: Hint(key, prefix), Hash: Hash(key), Plan: spec.Plan,
 		CreatedAt: time.Now().UTC(),
 	}
-	if spec.Plan == "enterprise" {
+	if spec.Plan == Enterprise {
 		rec.PerMinute, rec.PerDay = &spec.PerMinute, &spec.PerDay
 	}
 	// The write runs again while the server rolls it back (store.Retry). A connection lost

@@ -19,6 +19,12 @@ var (
 	Business = Plan{Name: "business", PerMinute: 1000, PerDay: 100000}
 )
 
+// Enterprise is the name of the plan whose limits are set per key.
+const Enterprise = "enterprise"
+
+// PlanNames are the names of every plan, in the contract's order.
+var PlanNames = []string{Free.Name, Pro.Name, Business.Name, Enterprise}
+
 // Principal is the authenticated caller of a request: one API key and its limits.
 type Principal struct {
 	KeyID int64

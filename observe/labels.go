@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"strconv"
 
+	"petstore/auth"
 	"petstore/ratelimit"
 )
 
@@ -62,7 +63,7 @@ func statusLabel(code int) string {
 }
 
 // plans are the values of the plan label; the last one stands for any name not in the list.
-var plans = [...]string{"free", "pro", "business", "enterprise", ratelimit.AnonymousPlan, "other"}
+var plans = [...]string{auth.Free.Name, auth.Pro.Name, auth.Business.Name, auth.Enterprise, ratelimit.AnonymousPlan, "other"}
 
 // planIndex returns the index in plans of the plan label for name.
 func planIndex(name string) int {
