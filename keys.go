@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -15,7 +16,7 @@ import (
 )
 
 // errKeysUsage is the usage of the keys command.
-var errKeysUsage = fmt.Errorf("%w\n  petstore keys create --plan free|pro|business|enterprise [--per-minute N] [--per-day N] [--name TEXT]\n  petstore keys list\n  petstore keys revoke ID", errUsage)
+var errKeysUsage = fmt.Errorf("%w\n  petstore keys create --plan %s [--per-minute N] [--per-day N] [--name TEXT]\n  petstore keys list\n  petstore keys revoke ID", errUsage, strings.Join(auth.PlanNames, "|"))
 
 // keys runs `petstore keys create|list|revoke`.
 func keys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -26,7 +27,7 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 	case "create":
 		var spec auth.KeySpec
 		flags := func(fs *flag.FlagSet) {
-			fs.StringVar(&spec.Plan, "plan", "", "free, pro, business or enterprise")
+			fs.StringVar(&spec.Plan, "plan", "", "one of "+strings.Join(auth.PlanNames, ", "))
 			fs.Int64Var(&spec.PerMinute, "per-minute", 0, "enterprise: requests per minute")
 			fs.Int64Var(&spec.PerDay, "per-day", 0, "enterprise: requests per day")
 			fs.StringVar(&spec.Name, "name", "", "a label for people")
