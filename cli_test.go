@@ -160,3 +160,20 @@ func TestBadSettingsChangeNothing(t *testing.T) {
 		}
 	}
 }
+
+// TestLocalURL: the development key's curl hint names a URL that reaches the server, whatever
+// form PETSTORE_ADDR takes.
+func TestLocalURL(t *testing.T) {
+	for addr, want := range map[string]string{
+		":8080":          "http://localhost:8080",
+		"0.0.0.0:8080":   "http://localhost:8080",
+		"[::]:8080":      "http://localhost:8080",
+		"127.0.0.1:9000": "http://127.0.0.1:9000",
+		"[::1]:8080":     "http://[::1]:8080",
+		"petstore:80":    "http://petstore:80",
+	} {
+		if got := localURL(addr); got != want {
+			t.Errorf("localURL(%q) = %q; want %q", addr, got, want)
+		}
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/pprof"
+	"net/netip"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -464,6 +465,19 @@ func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, stdout io
 		return nil
 	}
 	fmt.Fprintf(stdout, "development API key (free plan, shown once):\n%s\n", key)
-	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' http://localhost%s/v1/pets\n", key, cfg.Addr)
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", key, localURL(cfg.Addr))
 	return nil
+}
+
+// localURL returns the URL at which this machine reaches a server listening on addr: ":8080"
+// and "0.0.0.0:8080" give http://localhost:8080, "[::1]:8080" gives http://[::1]:8080.
+func localURL(addr string) string {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return "http://" + addr
+	}
+	if ip, err := netip.ParseAddr(host); host == "" || (err == nil && ip.IsUnspecified()) {
+		host = "localhost"
+	}
+	return "http://" + net.JoinHostPort(host, port)
 }
