@@ -20,7 +20,8 @@ type Body struct {
 const StatusClientClosedRequest = 499
 
 // Write writes err as a JSON Error body with its status. Failures of the service (5xx other
-// than not_implemented) are logged with their cause; the client sees only the code and the
+// than not_implemented, and other than a 503 the service chose without a cause, such as a
+// draining instance's /readyz) are logged with their cause; the client sees only the code and the
 // safe message. An error caused by the client going away (the request's context cancelled)
 // is not logged as a failure: its status is StatusClientClosedRequest, without a body. An
 // unavailable answer (503) carries Retry-After: 1 unless the writer set one.
@@ -32,7 +33,7 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	e := From(err)
 	status := e.Status()
-	if status >= http.StatusInternalServerError && e.Code != NotImplemented {
+	if failed(e) {
 		slog.ErrorContext(r.Context(), "request failed", "method", r.Method, "path", r.URL.Path,
 			"code", e.Code, "err", e.Error())
 	}
@@ -44,4 +45,16 @@ func Write(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	w.WriteHeader(status)
 	_ = json.NewEncoder(w).Encode(Body{Code: e.Code, Message: e.Message, Status: status})
+}
+
+// failed reports whether e is a failure of the service, to be logged: a 5xx other than
+// not_implemented, unless it is an unavailable answer given on purpose (no cause).
+func failed(e *Error) bool {
+	switch {
+	case e.Status() < http.StatusInternalServerError, e.Code == NotImplemented:
+		return false
+	case e.Code == Unavailable:
+		return e.Err != nil
+	}
+	return true
 }

@@ -1,11 +1,14 @@
 package apierr
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 )
 
@@ -39,5 +42,30 @@ func TestWriteClientGone(t *testing.T) {
 	Write(rec, httptest.NewRequest(http.MethodGet, "/v1/pets", nil).WithContext(ctx), Wrap(context.Canceled))
 	if rec.Code != StatusClientClosedRequest || rec.Body.Len() != 0 {
 		t.Errorf("got %d %q; want 499 and no body", rec.Code, rec.Body)
+	}
+}
+
+// TestWriteLogsFailuresOnly: a failure of the service is logged with its cause; a client
+// error, not_implemented and a 503 given on purpose (a draining instance) are not.
+func TestWriteLogsFailuresOnly(t *testing.T) {
+	var buf bytes.Buffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewTextHandler(&buf, nil)))
+	t.Cleanup(func() { slog.SetDefault(prev) })
+	for _, tc := range []struct {
+		err    error
+		logged bool
+	}{
+		{errors.New("sql: secret detail"), true},
+		{&Error{Code: Unavailable, Message: "down", Err: errors.New("dial tcp")}, true},
+		{New(Unavailable, "the instance is shutting down"), false},
+		{New(NotImplemented, "not yet"), false},
+		{Invalid("bad"), false},
+	} {
+		buf.Reset()
+		Write(httptest.NewRecorder(), httptest.NewRequest(http.MethodGet, "/v1/pets", nil), tc.err)
+		if got := strings.Contains(buf.String(), "request failed"); got != tc.logged {
+			t.Errorf("%v: logged %v (%q); want %v", tc.err, got, buf.String(), tc.logged)
+		}
 	}
 }
