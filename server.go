@@ -35,6 +35,7 @@ import (
 	"petstore/rest"
 	"petstore/secret"
 	"petstore/store"
+	"petstore/tracing"
 )
 
 // defaultGOGC is the garbage collector's target unless GOGC says otherwise. The service's live
@@ -113,8 +114,8 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 }
 
 // openDB opens the configured database and applies pending migrations.
-func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DB, cfg.Pool)
+func openDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DB, cfg.Pool, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -127,7 +128,12 @@ func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
 
 // serve runs the HTTP server until ctx is done, then drains in-flight requests.
 func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
-	db, err := openDB(ctx, cfg)
+	tr, err := tracing.Start(ctx, cfg.Tracing) // nil when off
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown() // last: after the server and the stores
+	db, err := openDB(ctx, cfg, tr.StoreOptions()...)
 	if err != nil {
 		return err
 	}
@@ -157,8 +163,11 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if rdb != nil {
 		defer rdb.Close()
 	}
+	if err := tr.InstrumentRedis(rdb); err != nil {
+		return err
+	}
 	drain := new(drainer)
-	handler, err := newHandler(cfg, db, rdb, drain)
+	handler, err := newTracedHandler(cfg, db, rdb, drain, tr)
 	if err != nil {
 		return err
 	}
@@ -380,9 +389,22 @@ func redisMisconfigured(err error) bool {
 
 // newHandler returns the service's whole HTTP handler, which drain tells when shutdown begins.
 func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (http.Handler, error) {
+	return newTracedHandler(cfg, db, rdb, drain, nil)
+}
+
+// newTracedHandler is newHandler whose requests, GraphQL operations and resolvers tr traces
+// (tracing off when nil: nothing is installed). The statements and commands of db and rdb are
+// traced when they were opened and instrumented by tr.
+func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer, tr *tracing.Tracer) (http.Handler, error) {
+	cfg.GraphQL.Tracer, cfg.RateLimit.PipelineContext = tr.GraphQL(), tr.PipelineContext()
 	deps, err := newDeps(cfg, db, rdb)
 	if err != nil {
 		return nil, err
+	}
+	if tr != nil {
+		rl := observe.NewRequestLog(nil)
+		rl.TraceID = tracing.TraceID
+		deps.RequestLog, deps.Trace = rl.Middleware, tr.Middleware()
 	}
 	deps.Draining = drain.Draining
 	return drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), nil
@@ -404,7 +426,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	}
 	var limits ratelimit.Store = ratelimit.NewMemoryStore(nil)
 	if rdb != nil {
-		limits = ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs := ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs.PipelineContext = cfg.RateLimit.PipelineContext
+		limits = rs
 	}
 	rl := cfg.RateLimit
 	rl.OnDecision = metrics.ObserveDecision

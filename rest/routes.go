@@ -33,6 +33,7 @@ type Deps struct {
 	Limit      Limiter                     // rate limiter; nil for none
 	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
+	Trace      gin.HandlerFunc             // the server span of each request (tracing.Tracer.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
@@ -57,7 +58,11 @@ func NewRouter(d Deps) *gin.Engine {
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
 	// Observation first, before recovery, so that it sees every request and the 500 of a
-	// recovered panic, and every later log line carries the request ID.
+	// recovered panic, and every later log line carries the request ID. The span first, so that
+	// it covers the whole request and the log line carries its trace ID.
+	if d.Trace != nil {
+		r.Use(d.Trace)
+	}
 	if d.RequestLog != nil {
 		r.Use(d.RequestLog)
 	}
