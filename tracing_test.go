@@ -244,3 +244,45 @@ func (line logLine) wantTraceID(t *testing.T, want string) {
 		t.Errorf("trace_id of the request line: got %q; want %q (line %v)", got, want, line)
 	}
 }
+
+// TestTracingKeepsSecretsOut checks SECURITY.md's promise: no span carries the API key, the
+// Authorization header, a cookie, the query string, a request body or a GraphQL document or
+// its variables, whatever the request.
+func TestTracingKeepsSecretsOut(t *testing.T) {
+	api := newTracedAPI(t, "sqlite", true)
+	const marker = "Zq7marker"
+	api.do(t, http.MethodPost, "/v1/pets", `{"name":"`+marker+`body","categoryId":1}`)
+	api.do(t, http.MethodPost, "/v1/graphql", `{"query":"mutation { createPet(input: {name: \"`+marker+`literal\", categoryId: 1}) { id } }"}`)
+	api.do(t, http.MethodPost, "/v1/graphql", `{"query":"mutation($in: NewPet!) { createPet(input: $in) { id } }","variables":{"in":{"name":"`+marker+`variable","categoryId":1}}}`)
+	api.do(t, http.MethodGet, "/v1/graphql?query=%7Bpets(status:AVAILABLE)%7Bname%7D%7D&"+marker+"=query", "")
+	api.do(t, http.MethodGet, "/v1/pets?limit=5&"+marker+"=query", "")
+	r := httptest.NewRequest(http.MethodGet, "/v1/pets/1", nil) // a 404, and a cookie
+	r.Header.Set("Authorization", "Bearer "+api.key)
+	r.Header.Set("Cookie", "session="+marker+"cookie")
+	api.h.ServeHTTP(httptest.NewRecorder(), r)
+
+	secretPart := api.key[strings.LastIndex(api.key, "_")+1:]
+	forbidden := []string{api.key, secretPart, "Bearer", marker, "AVAILABLE"}
+	spans := api.spans.GetSpans()
+	if len(spans) < 12 {
+		t.Fatalf("got %d spans; want the spans of 6 requests", len(spans))
+	}
+	for _, s := range spans {
+		texts := []string{s.Name, s.Status.Description}
+		for _, a := range s.Attributes {
+			texts = append(texts, string(a.Key)+"="+a.Value.Emit())
+		}
+		for _, e := range s.Events {
+			for _, a := range e.Attributes {
+				texts = append(texts, string(a.Key)+"="+a.Value.Emit())
+			}
+		}
+		for _, text := range texts {
+			for _, f := range forbidden {
+				if strings.Contains(text, f) {
+					t.Errorf("span %q carries %q: %s", s.Name, f, text)
+				}
+			}
+		}
+	}
+}
