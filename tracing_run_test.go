@@ -1,11 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"encoding/hex"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -93,4 +97,48 @@ func keysOf(line logLine) []string {
 	}
 	slices.Sort(keys)
 	return keys
+}
+
+// TestTracingExportsOTLP runs `petstore serve` with OTEL_EXPORTER_OTLP_ENDPOINT at a stand-in
+// collector and checks that the spans of a request, in the caller's trace and under
+// OTEL_SERVICE_NAME, reach it over OTLP/HTTP by the end of the shutdown.
+func TestTracingExportsOTLP(t *testing.T) {
+	var mu sync.Mutex
+	var bodies []byte
+	collector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if r.URL.Path == "/v1/traces" && r.Header.Get("Content-Type") == "application/x-protobuf" {
+			mu.Lock()
+			bodies = append(bodies, b...)
+			mu.Unlock()
+		}
+		w.Header().Set("Content-Type", "application/x-protobuf")
+	}))
+	defer collector.Close()
+	// The SDK reads its variables from the process; run reads them through its getenv.
+	env := []string{"OTEL_EXPORTER_OTLP_ENDPOINT", collector.URL, "OTEL_SERVICE_NAME", "petstore-e2e"}
+	for i := 0; i < len(env); i += 2 {
+		t.Setenv(env[i], env[i+1])
+	}
+	base, key, stop, done := startServer(t, env...)
+	r, _ := http.NewRequest(http.MethodGet, base+"/v1/pets", nil)
+	r.Header.Set("Authorization", "Bearer "+key)
+	r.Header.Set("Traceparent", incoming)
+	resp, err := http.DefaultClient.Do(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	stop()
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v", err)
+	}
+	traceID, _ := hex.DecodeString(incomingTrace)
+	mu.Lock()
+	defer mu.Unlock()
+	for _, want := range [][]byte{traceID, []byte("GET /v1/pets"), []byte("petstore-e2e"), []byte("sql.stmt.query")} {
+		if !bytes.Contains(bodies, want) {
+			t.Errorf("the collector received no %q in %d bytes", want, len(bodies))
+		}
+	}
 }
