@@ -98,11 +98,15 @@ func (api *tracedAPI) do(t *testing.T, method, path, body string) {
 // TestTracingSpanTree checks, on each store with Redis, the spans of one REST and one GraphQL
 // call: the HTTP server span continues the incoming trace, under it the rate-limit command
 // and, for GraphQL, the operation, its resolver and the resolver's SQL; and the request's log
-// line carries the trace ID.
+// line carries the trace ID. /healthz has no span.
 func TestTracingSpanTree(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
 			api := newTracedAPI(t, dialect, true)
+			api.do(t, http.MethodGet, "/healthz", "")
+			if spans := api.spans.GetSpans(); len(spans) != 0 {
+				t.Errorf("GET /healthz: got %d spans (first %q); want none", len(spans), spans[0].Name)
+			}
 
 			api.do(t, http.MethodGet, "/v1/pets", "")
 			tree := newSpanTree(t, api.spans.GetSpans())

@@ -4,8 +4,12 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"errors"
+	"fmt"
+	"strconv"
 
 	"github.com/XSAM/otelsql"
+	"github.com/go-sql-driver/mysql"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric/noop"
 	semconv "go.opentelemetry.io/otel/semconv/v1.40.0"
@@ -13,6 +17,14 @@ import (
 
 	"petstore/store"
 )
+
+// errorType returns the type of a statement's error: MySQL's error number, else the Go type.
+func errorType(err error) string {
+	if my, ok := errors.AsType[*mysql.MySQLError](err); ok {
+		return strconv.Itoa(int(my.Number))
+	}
+	return fmt.Sprintf("%T", err)
+}
 
 // dbSystems are the db.system.name of the drivers the store opens.
 var dbSystems = map[string]attribute.KeyValue{"mysql": semconv.DBSystemNameMySQL, "sqlite": semconv.DBSystemNameSQLite}
@@ -40,6 +52,12 @@ func (t *Tracer) OpenSQL(driverName, dsn string) (*sql.DB, error) {
 			SpanFilter: func(ctx context.Context, _ otelsql.Method, _ string, _ []driver.NamedValue) bool {
 				return trace.SpanContextFromContext(ctx).IsValid()
 			},
+			// An error's message may quote the statement's arguments (MySQL's duplicate entry
+			// does): only its type is kept.
+			RecordError: func(error) bool { return false },
+		}),
+		otelsql.WithSpanErrorAttributesGetter(func(err error) []attribute.KeyValue {
+			return []attribute.KeyValue{semconv.ErrorTypeKey.String(errorType(err))}
 		}),
 	}
 	if sys, ok := dbSystems[driverName]; ok {

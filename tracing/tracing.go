@@ -9,9 +9,10 @@
 // OTEL_TRACES_SAMPLER says, describing the service that OTEL_SERVICE_NAME and
 // OTEL_RESOURCE_ATTRIBUTES name (petstore by default).
 //
-// No span attribute carries the API key, any header value, the query string, a request or
+// No span carries the API key, a header but User-Agent, the query string, a request or
 // response body, the text or variables of a GraphQL document, the arguments of an SQL statement
-// (its text has placeholders) or of a Redis command (not even its keys), or an error message.
+// (its text has placeholders) or its error's message, or the arguments or keys of a Redis
+// command (SECURITY.md).
 package tracing
 
 import (
