@@ -16,6 +16,7 @@ import (
 	"petstore/internal/apitest"
 	"petstore/internal/dbtest"
 	"petstore/store"
+	"petstore/tracing"
 )
 
 // testAPI is the real handler of the service over a fresh database, with a business-plan key,
@@ -51,10 +52,15 @@ func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 	return api
 }
 
-// newHandler returns the service's whole HTTP handler (newService), which drain tells when
-// shutdown begins.
+// newHandler returns the service's whole HTTP handler (newService) without tracing, which
+// drain tells when shutdown begins.
 func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (http.Handler, error) {
-	svc, err := newService(cfg, db, rdb, drain)
+	return newTracedHandler(cfg, db, rdb, drain, nil)
+}
+
+// newTracedHandler is newHandler traced by tr (newService).
+func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer, tr *tracing.Tracer) (http.Handler, error) {
+	svc, err := newService(cfg, db, rdb, drain, tr)
 	if err != nil {
 		return nil, err
 	}

@@ -36,6 +36,7 @@ import (
 	"petstore/rest"
 	"petstore/secret"
 	"petstore/store"
+	"petstore/tracing"
 )
 
 // defaultGOGC is the garbage collector's target unless GOGC says otherwise. The service's live
@@ -114,8 +115,8 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 }
 
 // openDB opens the configured database and applies pending migrations.
-func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DB, cfg.Pool)
+func openDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*store.DB, error) {
+	db, err := store.Open(ctx, cfg.DB, cfg.Pool, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +129,12 @@ func openDB(ctx context.Context, cfg config.Config) (*store.DB, error) {
 
 // serve runs the HTTP server until ctx is done, then drains in-flight requests.
 func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
-	db, err := openDB(ctx, cfg)
+	tr, err := tracing.Start(ctx, cfg.Tracing) // nil when off
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown() // last: after the server and the stores
+	db, err := openDB(ctx, cfg, tr.StoreOptions()...)
 	if err != nil {
 		return err
 	}
@@ -150,8 +156,11 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if rdb != nil {
 		defer rdb.Close()
 	}
+	if err := tr.InstrumentRedis(rdb); err != nil {
+		return err
+	}
 	drain := new(drainer)
-	svc, err := newService(cfg, db, rdb, drain)
+	svc, err := newService(cfg, db, rdb, drain, tr)
 	if err != nil {
 		return err
 	}
@@ -383,8 +392,11 @@ type service struct {
 }
 
 // newService wires the service on db (and rdb when not nil); drain tells the handler when
-// shutdown begins.
-func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer) (*service, error) {
+// shutdown begins. tr traces requests, GraphQL operations and resolvers (tracing off when nil:
+// nothing is installed); the statements and commands of db and rdb are traced when they were
+// opened and instrumented by tr.
+func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drain *drainer, tr *tracing.Tracer) (*service, error) {
+	cfg.GraphQL.Tracer, cfg.RateLimit.PipelineContext = tr.GraphQL(), tr.PipelineContext()
 	records, err := idempotency.New(db.DB, cfg.Idempotency())
 	if err != nil {
 		return nil, err
@@ -392,6 +404,11 @@ func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 	deps, err := newDeps(cfg, db, rdb, records)
 	if err != nil {
 		return nil, err
+	}
+	if tr != nil {
+		rl := observe.NewRequestLog(nil)
+		rl.TraceID = tracing.TraceID
+		deps.RequestLog, deps.Trace = rl.Middleware, tr.Middleware()
 	}
 	deps.Draining = drain.Draining
 	return &service{handler: drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), records: records}, nil
@@ -413,7 +430,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	}
 	var limits ratelimit.Store = ratelimit.NewMemoryStore(nil)
 	if rdb != nil {
-		limits = ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs := ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs.PipelineContext = cfg.RateLimit.PipelineContext
+		limits = rs
 	}
 	rl := cfg.RateLimit
 	rl.OnDecision = metrics.ObserveDecision

@@ -44,6 +44,7 @@ type Config struct {
 	APQTTL          time.Duration // how long a persisted GraphQL query stays in Redis after its last use
 	GraphQL         graph.Options
 	RateLimit       ratelimit.Config
+	Tracing         bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
 
 // DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
@@ -147,6 +148,10 @@ func Parse(fs *flag.FlagSet, c *Config, args []string, getenv func(string) strin
 	}
 	if c.Env == "development" && !isSet(fs, "drain-delay") {
 		c.DrainDelay = 0
+	}
+	var err error
+	if c.Tracing, err = TracingFromEnv(getenv); err != nil {
+		return err
 	}
 	return c.Validate()
 }
@@ -254,7 +259,7 @@ func (c Config) LogValue() slog.Value {
 		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.Any("db_replicas", maskAll(c.Replicas)), slog.String("redis", secret.Mask(c.RedisURL)),
 		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.Duration("key_cache_ttl", c.KeyCacheTTL),
-		slog.Duration("drain_delay", c.DrainDelay),
+		slog.Duration("drain_delay", c.DrainDelay), slog.Bool("tracing", c.Tracing),
 		slog.Bool("ratelimit_fail_open", c.RateLimit.FailOpen), slog.Any("trusted_proxies", c.TrustedProxies), slog.Any("cors_origins", c.CORSOrigins),
 	)
 }

@@ -19,7 +19,7 @@ import (
 // writes (TestFlatPetsMatchGeneric and FuzzFlatPets compare the two).
 //
 // The flat path runs no field interceptors: NewHandler registers none
-// (TestNoFieldInterceptors). Anything else, such as a selection with a deferred fragment, or a
+// (TestNoFieldInterceptors) but Options.Tracer, which spans resolvers only. Anything else, such as a selection with a deferred fragment, or a
 // nil element, takes gqlgen's path.
 
 // petField is a field of Pet that the flat path writes.

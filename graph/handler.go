@@ -43,6 +43,10 @@ type Options struct {
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
 	QueryCacheSize int
+	// Tracer, when not nil, is installed first, to span operations and resolvers
+	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
+	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields.
+	Tracer graphql.HandlerExtension
 }
 
 // DefaultOptions returns the default limits, with persisted queries kept in process.
@@ -126,16 +130,20 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 
 // extensions returns the handler's extensions, in order; docs is the handler's query cache and
 // schema its schema.
-// None may be a graphql.FieldInterceptor: flat lists of pets are written without running any
-// (flatpets.go).
+// None may be a graphql.FieldInterceptor but opts.Tracer: flat lists of pets are written
+// without running any (flatpets.go).
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := persistedQueries{store: opts.APQCache}
-	exts := []graphql.HandlerExtension{
+	var exts []graphql.HandlerExtension
+	if opts.Tracer != nil {
+		exts = append(exts, opts.Tracer)
+	}
+	exts = append(exts,
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
 		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
 		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema},
-	}
+	)
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
 	}

@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -21,6 +22,9 @@ const (
 	maxLoggedMethod = 32
 )
 
+// traceIDField is the log field of the trace ID.
+const traceIDField = "trace_id"
+
 // quietRoutes are the operations routes, polled by orchestrators and scrapers, whose request
 // lines are logged at debug level.
 var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
@@ -29,6 +33,9 @@ var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics":
 // writes one log line per request once it has been answered.
 type RequestLog struct {
 	log *slog.Logger // nil: slog.Default() at each request
+	// TraceID, when not nil, returns the trace ID of a request's context, logged as trace_id
+	// unless empty (tracing.TraceID). Nil (tracing off) adds nothing to the line.
+	TraceID func(context.Context) string
 }
 
 // NewRequestLog returns a RequestLog writing to log, or to slog.Default() at each request
@@ -62,6 +69,9 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 	if p := auth.FromContext(ctx); p != nil {
 		line.keyID = p.KeyID
 	}
+	if rl.TraceID != nil {
+		line.traceID = rl.TraceID(ctx)
+	}
 	if h, ok := log.Handler().(logHandler); ok && h.lines != nil {
 		bp := lineBuffers.Get().(*[]byte)
 		*bp = line.appendJSON((*bp)[:0], time.Now(), level)
@@ -75,6 +85,7 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 // requestLine is the content of a request's log line.
 type requestLine struct {
 	method, route, path, id, client string
+	traceID                         string // "": none
 	status, bytes                   int
 	duration                        time.Duration
 	keyID                           int64 // 0: no key
@@ -91,8 +102,11 @@ func (l *requestLine) attrs() []slog.Attr {
 		slog.Float64("duration_ms", l.durationMillis()),
 		slog.Int("bytes", l.bytes),
 		slog.String(requestIDField, l.id),
-		slog.String("client", l.client),
 	)
+	if l.traceID != "" {
+		attrs = append(attrs, slog.String(traceIDField, l.traceID))
+	}
+	attrs = append(attrs, slog.String("client", l.client))
 	if l.keyID != 0 {
 		attrs = append(attrs, slog.Int64("key_id", l.keyID))
 	}
@@ -118,6 +132,9 @@ func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte
 	b = strconv.AppendFloat(append(b, `,"duration_ms":`...), l.durationMillis(), 'f', -1, 64)
 	b = strconv.AppendInt(append(b, `,"bytes":`...), int64(l.bytes), 10)
 	b = jsonstr.Append(append(b, `,"`+requestIDField+`":`...), l.id)
+	if l.traceID != "" {
+		b = jsonstr.Append(append(b, `,"`+traceIDField+`":`...), l.traceID)
+	}
 	b = jsonstr.Append(append(b, `,"client":`...), l.client)
 	if l.keyID != 0 {
 		b = strconv.AppendInt(append(b, `,"key_id":`...), l.keyID, 10)

@@ -239,6 +239,8 @@ func TestRequestLineAsSlogWritesIt(t *testing.T) {
 		{method: "M\u00e9THOD", route: "/v1/pets/:petId", path: "/v1/pets/%F0%9F%90%B6", status: 500,
 			duration: 3*time.Second + time.Microsecond, bytes: 12, id: "x", client: "unix"},
 		{method: "GET", route: "/v1/pets", path: "/", status: 200, duration: 0, id: "", client: ""},
+		{method: "GET", route: "/v1/pets", path: "/v1/pets", status: 200, id: "r", client: "127.0.0.1",
+			traceID: "4bf92f3577b34da6a3ce929d0e0e4736", keyID: 7},
 	}
 	for i, l := range lines {
 		for _, level := range []slog.Level{slog.LevelInfo, slog.LevelError, slog.LevelDebug} {

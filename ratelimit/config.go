@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -44,6 +45,10 @@ type Config struct {
 	// safe for concurrent use. It is not called when the store fails (see
 	// Limiter.StoreErrors). Default: nil.
 	OnDecision func(outcome Outcome, plan string)
+
+	// PipelineContext is RedisStore.PipelineContext (set it there; New ignores it), for
+	// tracing. Default: nil.
+	PipelineContext func(first context.Context) context.Context
 }
 
 // DefaultConfig returns the documented defaults.

@@ -140,6 +140,9 @@ func (s *RedisStore) next(sd *sender) bool {
 func (s *RedisStore) exec(sd *sender) {
 	ctx := context.Background()
 	sent := sd.form()
+	if s.PipelineContext != nil && sent > 0 {
+		ctx = s.PipelineContext(sd.first())
+	}
 	for i := range sd.groups {
 		g := &sd.groups[i]
 		g.cmd = s.script.EvalSha(ctx, sd.pipe, g.keys[:], g.argv[:]...)
@@ -179,6 +182,16 @@ func (sd *sender) form() (sent int) {
 		sd.groups[i].argv[8] = sd.groups[i].n
 	}
 	return sent
+}
+
+// first returns the context of the first call of sd.batch that form put in a group.
+func (sd *sender) first() context.Context {
+	for _, c := range sd.batch {
+		if c.group >= 0 {
+			return c.ctx
+		}
+	}
+	return context.Background()
 }
 
 // reload runs again with EVAL, in one more pipeline, the groups that Redis answered NOSCRIPT:

@@ -43,6 +43,11 @@ type RedisStore struct {
 	// tests only: called for every pipeline sent with the number of Takes it decides and of
 	// script calls it carries.
 	onPipeline func(calls, scripts int)
+	// PipelineContext, when not nil, returns the context a pipeline is sent with from that of
+	// the first Take it decides, such as one carrying that Take's trace span without its
+	// deadline (tracing.PipelineContext); nil: context.Background(). Set it before the first
+	// Take.
+	PipelineContext func(first context.Context) context.Context
 
 	mu      sync.Mutex
 	queue   []*call   // calls waiting for a pipeline

@@ -32,6 +32,7 @@ type Deps struct {
 	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
 	ClientAddr gin.HandlerFunc             // works out the client address once (clientaddr.Proxies.Middleware); nil: the immediate peer
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
+	Trace      gin.HandlerFunc             // the server span of each request (tracing.Tracer.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
@@ -55,9 +56,14 @@ func NewRouter(d Deps) *gin.Engine {
 	r.RedirectFixedPath = false
 	r.HandleMethodNotAllowed = true
 	r.ContextWithFallback = true
-	// The client address first, read by the log and the limiter alike; then observation,
+	_ = r.SetTrustedProxies(nil) // c.ClientIP() is the peer: the client address is clientaddr's
+	// The span first, so that it covers the whole request and the log line carries its trace
+	// ID; then the client address, read by the log and the limiter alike; then observation,
 	// before recovery, so that it sees every request and the 500 of a recovered panic, and
 	// every later log line carries the request ID.
+	if d.Trace != nil {
+		r.Use(d.Trace)
+	}
 	if d.ClientAddr != nil {
 		r.Use(d.ClientAddr)
 	}

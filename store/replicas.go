@@ -111,7 +111,7 @@ func OpenReplicas(ctx context.Context, primary *DB, urls []string, pool Pool, ti
 		settleSQL: fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR SELECT id FROM pets WHERE id > ? ORDER BY id LIMIT %d LOCK IN SHARE MODE",
 			timeout.Seconds(), settleBatch)}
 	for _, u := range urls {
-		db, err := openReplica(u, pool)
+		db, err := openReplica(u, pool, primary.open)
 		if err != nil {
 			_ = rs.Close()
 			return nil, err
@@ -136,8 +136,9 @@ func checkBinlog(ctx context.Context, db *sql.DB) error {
 	return nil
 }
 
-// openReplica opens the replica at dsn without connecting: it may be down at first.
-func openReplica(dsn string, pool Pool) (*DB, error) {
+// openReplica opens the replica at dsn without connecting (it may be down at first), with
+// open when not nil.
+func openReplica(dsn string, pool Pool, open Opener) (*DB, error) {
 	if !strings.HasPrefix(dsn, "mysql://") {
 		return nil, errors.New("store: a replica must be mysql://USER:PASS@HOST:PORT/DBNAME")
 	}
@@ -145,7 +146,11 @@ func openReplica(dsn string, pool Pool) (*DB, error) {
 	if err != nil {
 		return nil, err
 	}
-	gdb, err := gorm.Open(mysql.New(mysql.Config{DSNConfig: cfg, SkipInitializeWithVersion: true}), gormConfig())
+	dialector, err := withConn(mysql.New(mysql.Config{DSNConfig: cfg, SkipInitializeWithVersion: true}), open)
+	if err != nil {
+		return nil, fmt.Errorf("store: open replica: %w", err)
+	}
+	gdb, err := gorm.Open(dialector, gormConfig())
 	if err != nil {
 		return nil, fmt.Errorf("store: open replica: %w", err)
 	}

@@ -49,12 +49,20 @@ type DB struct {
 	*gorm.DB
 	Dialect  string    // migrations.MySQL or migrations.SQLite
 	Replicas *Replicas // nil: every read goes to the primary; closed with DB
+	open     Opener    // opens the connection pools of DB and its replicas; nil: sql.Open
 }
 
 // Open connects to the database that dsn names, `sqlite:PATH` or
 // `mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]`, and checks that it answers.
-func Open(ctx context.Context, dsn string, pool Pool) (*DB, error) {
+func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, error) {
+	db := new(DB)
+	for _, o := range opts {
+		o(db)
+	}
 	dialector, dialect, err := dialectorFor(dsn)
+	if err == nil {
+		dialector, err = withConn(dialector, db.open)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -62,7 +70,7 @@ func Open(ctx context.Context, dsn string, pool Pool) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open %s: %w", dialect, err)
 	}
-	db := &DB{DB: gdb, Dialect: dialect}
+	db.DB, db.Dialect = gdb, dialect
 	if dialect == migrations.SQLite {
 		pool = Pool{MaxOpen: 1, MaxIdle: 1}
 	}
