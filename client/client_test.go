@@ -201,20 +201,22 @@ func TestWhatIsNotRetried(t *testing.T) {
 }
 
 // TestAttemptsAreBounded checks that a service that keeps answering 503 gets MaxAttempts
-// requests, and the caller its last answer.
+// requests (4 by default), and the caller its last answer.
 func TestAttemptsAreBounded(t *testing.T) {
-	f := newFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, 503, errorBody("unavailable", 503))
-	})
-	p := fast
-	p.MaxAttempts = 3
-	_, err := f.petStore(t, p).CreatePet(t.Context(), client.NewPet{Name: "Rex", CategoryId: 3})
-	var apiErr *client.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != client.ErrorCode("unavailable") {
-		t.Errorf("got %v; want the 503 unavailable answer", err)
-	}
-	if n := len(f.requests()); n != 3 {
-		t.Errorf("requests: got %d; want 3", n)
+	for maxAttempts, want := range map[int]int{0: 4, 1: 1, 3: 3} {
+		f := newFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 503, errorBody("unavailable", 503))
+		})
+		p := fast
+		p.MaxAttempts = maxAttempts
+		_, err := f.petStore(t, p).CreatePet(t.Context(), client.NewPet{Name: "Rex", CategoryId: 3})
+		var apiErr *client.Error
+		if !errors.As(err, &apiErr) || apiErr.Status != 503 || apiErr.Code != client.ErrorCode("unavailable") {
+			t.Errorf("MaxAttempts %d: got %v; want the 503 unavailable answer", maxAttempts, err)
+		}
+		if n := len(f.requests()); n != want {
+			t.Errorf("MaxAttempts %d: got %d requests; want %d", maxAttempts, n, want)
+		}
 	}
 }
 
