@@ -81,9 +81,9 @@ func errorBody(code string, status int) string {
 
 const rex = `{"id":7,"name":"Rex","categoryId":3}`
 
-// TestCreateRetriesWithOneIdempotencyKey checks that a create answered 503, 429 and then
-// 201 is sent three times with the same body and Idempotency-Key, and that the next create
-// has a key of its own.
+// TestCreateRetriesWithOneIdempotencyKey checks that a create answered 503, 429, 409
+// idempotency_key_in_use and then 201 is sent four times with the same body and
+// Idempotency-Key, and that the next create has a key of its own.
 func TestCreateRetriesWithOneIdempotencyKey(t *testing.T) {
 	f := newFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
 		switch n {
@@ -91,6 +91,8 @@ func TestCreateRetriesWithOneIdempotencyKey(t *testing.T) {
 			writeJSON(w, 503, errorBody("unavailable", 503))
 		case 2:
 			writeJSON(w, 429, errorBody("rate_limited", 429))
+		case 3:
+			writeJSON(w, 409, errorBody("idempotency_key_in_use", 409))
 		default:
 			writeJSON(w, 201, rex)
 		}
@@ -103,16 +105,16 @@ func TestCreateRetriesWithOneIdempotencyKey(t *testing.T) {
 		}
 	}
 	seen := f.requests()
-	if len(seen) != 4 {
-		t.Fatalf("requests: got %d; want 4 (three for the first create, one for the second)", len(seen))
+	if len(seen) != 5 {
+		t.Fatalf("requests: got %d; want 5 (four for the first create, one for the second)", len(seen))
 	}
-	for i, ex := range seen[:3] {
+	for i, ex := range seen[:4] {
 		if ex.method != http.MethodPost || ex.path != "/v1/pets" || ex.auth != "Bearer petstore_test_k" ||
 			ex.body != seen[0].body || ex.idempotencyKey == "" || ex.idempotencyKey != seen[0].idempotencyKey {
 			t.Errorf("attempt %d: got %+v; want the first attempt's POST with its body and Idempotency-Key %q", i+1, ex, seen[0].idempotencyKey)
 		}
 	}
-	if k := seen[3].idempotencyKey; k == "" || k == seen[0].idempotencyKey {
+	if k := seen[4].idempotencyKey; k == "" || k == seen[0].idempotencyKey {
 		t.Errorf("second create's Idempotency-Key: got %q; want a new one (the first was %q)", k, seen[0].idempotencyKey)
 	}
 }

@@ -7,10 +7,12 @@
 //
 // The hand-written part, PetStore, does what the interface asks of clients:
 //
-//   - it retries 429 (rate_limited, key_suspended) and 503 (unavailable) answers after their
-//     Retry-After, adding exponential backoff with full jitter, and connection failures and
-//     409 idempotency_key_in_use with backoff alone; attempts are bounded (RetryPolicy) and a
-//     wait that would outlast the context's deadline is not started;
+//   - it retries 429 (rate_limited), 503 (unavailable) and 409 (idempotency_key_in_use: the
+//     same create still running) after their Retry-After plus exponential backoff with full
+//     jitter, and a broken connection after the backoff alone; attempts are bounded
+//     (RetryPolicy), and neither a Retry-After longer than RetryPolicy.MaxRetryAfter (a
+//     suspended key's) nor one that would outlast the context's deadline is waited for: the
+//     answer is returned at once;
 //   - it sends an Idempotency-Key with every POST that has none: one random key per logical
 //     create, the same across its retries, so that a retried create never stores twice;
 //   - Pets follows the Link rel="next" header from page to page as an iterator;
