@@ -38,8 +38,9 @@ type seenAnswer struct {
 	at           time.Time
 }
 
-// checkedTransport sends the client's requests to the service and checks every answer
-// against the OpenAPI document it serves; it keeps the answers for the test to inspect.
+// checkedTransport sends the client's requests to the service and checks that each is an
+// operation of the OpenAPI document it serves and each answer is one the document allows;
+// it keeps the answers for the test to inspect.
 type checkedTransport struct {
 	t    *testing.T
 	v    *apitest.Validator
@@ -60,7 +61,9 @@ func (c *checkedTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 		return nil, err
 	}
 	resp.Body = io.NopCloser(bytes.NewReader(body))
-	c.v.Check(c.t, r, resp.StatusCode, resp.Header, body)
+	if !c.v.Check(c.t, r, resp.StatusCode, resp.Header, body) {
+		c.t.Errorf("the client sent %s %s, which the OpenAPI document does not describe", r.Method, r.URL.RequestURI())
+	}
 	c.mu.Lock()
 	c.answers = append(c.answers, seenAnswer{r.Method, r.URL.Path, resp.StatusCode, resp.Header, string(body), time.Now()})
 	c.mu.Unlock()
