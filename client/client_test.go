@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -342,6 +343,32 @@ func TestNewRefusesBadConfig(t *testing.T) {
 	for _, cfg := range []client.Config{{BaseURL: "api.petstore.example/v1", APIKey: "k"}, {BaseURL: "https://api.petstore.example/v1"}} {
 		if _, err := client.New(cfg); err == nil {
 			t.Errorf("New(%+v): got no error", cfg)
+		}
+	}
+}
+
+// TestBodiesThatCannotBeReadAgainAreNotRetried checks that a create sent through the
+// generated client with a body that has no GetBody is sent once, and with one that has, again.
+func TestBodiesThatCannotBeReadAgainAreNotRetried(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		body io.Reader
+		want int
+	}{
+		{"a stream", io.MultiReader(strings.NewReader(`{"name":"Rex","categoryId":3}`)), 1},
+		{"a strings.Reader", strings.NewReader(`{"name":"Rex","categoryId":3}`), 2},
+	} {
+		f := newFake(t, func(n int, w http.ResponseWriter, r *http.Request) {
+			writeJSON(w, 503, errorBody("unavailable", 503))
+		})
+		p := fast
+		p.MaxAttempts = 2
+		resp, err := f.petStore(t, p).API.CreatePetWithBodyWithResponse(t.Context(), nil, "application/json", tc.body)
+		if err != nil || resp.StatusCode() != 503 {
+			t.Fatalf("%s: got %v; want the 503", tc.name, err)
+		}
+		if seen := f.requests(); len(seen) != tc.want || seen[len(seen)-1].body != `{"name":"Rex","categoryId":3}` {
+			t.Errorf("%s: got %+v; want %d requests with the whole body", tc.name, seen, tc.want)
 		}
 	}
 }

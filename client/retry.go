@@ -90,21 +90,16 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 			t.record(resp.Header)
 		}
 		retryAfter, again := retryable(ctx, req, resp, err)
-		if !again || n >= t.policy.MaxAttempts || retryAfter > t.policy.MaxRetryAfter ||
-			(req.Body != nil && req.GetBody == nil) {
+		if !again || n >= t.policy.MaxAttempts || retryAfter > t.policy.MaxRetryAfter {
 			return resp, err
 		}
 		wait := t.policy.delay(n, retryAfter, t.random)
 		if deadline, ok := ctx.Deadline(); ok && time.Until(deadline) < wait {
 			return resp, err // the answer now is worth more than a retry the deadline cuts short
 		}
-		next := req.Clone(ctx)
-		if req.GetBody != nil {
-			body, berr := req.GetBody()
-			if berr != nil {
-				return resp, err
-			}
-			next.Body = body
+		next, ok := resend(req)
+		if !ok {
+			return resp, err
 		}
 		if resp != nil {
 			_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10)) // lets the connection be reused
@@ -115,6 +110,25 @@ func (t *transport) Do(req *http.Request) (*http.Response, error) {
 		}
 		req = next
 	}
+}
+
+// resend returns a copy of req to send again, with a fresh body; false when its body cannot
+// be read again (a request made with a reader other than bytes.Reader, bytes.Buffer or
+// strings.Reader has no GetBody).
+func resend(req *http.Request) (*http.Request, bool) {
+	next := req.Clone(req.Context())
+	if req.Body == nil || req.Body == http.NoBody {
+		return next, true
+	}
+	if req.GetBody == nil {
+		return nil, false
+	}
+	body, err := req.GetBody()
+	if err != nil {
+		return nil, false
+	}
+	next.Body = body
+	return next, true
 }
 
 // retryable reports whether the answer to req (resp, or the error err) is worth another
