@@ -66,13 +66,15 @@ galera-test:
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v .
 
 # Regenerates graph/generated.go from graph/schema.graphqls with the gqlgen pinned in go.mod,
-# its list marshalling pointed at graph.marshalList (tools/gqlgen; see graph/slice.go).
+# its list marshalling pointed at graph.marshalList (tools/gqlgen; see graph/slice.go), and
+# client/openapi.gen.go from rest/openapi.json with the oapi-codegen pinned in client/doc.go.
 generate:
 	$(GO) run ./tools/gqlgen
+	$(GO) generate ./client
 
 # Fails when the committed generated code differs from what `make generate` produces.
 check-generated: generate
-	git diff --exit-code -- graph gqlgen.yml
+	git diff --exit-code -- graph gqlgen.yml client
 
 # Runs each fuzz target for FUZZTIME (their seed corpora run in every `make test`).
 fuzz:
