@@ -58,17 +58,28 @@ func WellFormed(key, prefix string) bool {
 		return false
 	}
 	for i := range len(body) {
-		if strings.IndexByte(base62, body[i]) < 0 {
+		if !isBase62[body[i]] {
 			return false
 		}
 	}
-	return checksum(key[:len(key)-checksumLen]) == body[randomLen:]
+	sum := checksumOf(key[:len(key)-checksumLen])
+	return string(sum[:]) == body[randomLen:]
 }
+
+// isBase62 reports the bytes that are base-62 digits.
+var isBase62 = func() (t [256]bool) {
+	for i := range len(base62) {
+		t[base62[i]] = true
+	}
+	return t
+}()
 
 // Hash returns the hex SHA-256 of key: the only form in which keys are stored.
 func Hash(key string) string {
 	sum := sha256.Sum256([]byte(key))
-	return hex.EncodeToString(sum[:])
+	var text [2 * sha256.Size]byte
+	hex.Encode(text[:], sum[:])
+	return string(text[:])
 }
 
 // Hint returns the prefix and first random characters of key, to recognise it in a list.
@@ -78,11 +89,16 @@ func Hint(key, prefix string) string {
 
 // checksum encodes the CRC-32 of s in checksumLen base-62 characters.
 func checksum(s string) string {
+	sum := checksumOf(s)
+	return string(sum[:])
+}
+
+// checksumOf is checksum without the string.
+func checksumOf(s string) (out [checksumLen]byte) {
 	c := crc32.ChecksumIEEE([]byte(s))
-	out := make([]byte, checksumLen)
 	for i := checksumLen - 1; i >= 0; i-- {
 		out[i] = base62[c%62]
 		c /= 62
 	}
-	return string(out)
+	return out
 }

@@ -43,11 +43,16 @@ func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, a
 }
 
 // listStatements are the statements of the listing: keyset pagination on (status, id), so
-// that every page costs the same (the first page starts after id 0). They are plain SQL on
+// that every page costs the same. They are plain SQL on
 // GORM's connection pool (its prepared-statement cache, or the request's transaction): on the
 // hottest path of the service, GORM's statement building and reflective scan cost more than
 // the query.
-type listStatements struct{ all, byStatus string }
+//
+// The first page has statements of its own, without the condition on id: ids start at 1, so
+// "id > 0" selects every pet, and MariaDB 10.11 spent about 20 µs of CPU more on a first page
+// of 20 with it than without it (74 against 54 µs a statement, medians of four rounds of
+// 20,000 prepared executions from 16 connections; a plain ORDER BY id LIMIT 20: 52 µs).
+type listStatements struct{ all, byStatus, first, firstByStatus string }
 
 // newListStatements returns the listing statements of dialect, whose statements take at most
 // timeout. On SQLite, whose one connection runs one statement at a time, every write has
@@ -75,7 +80,7 @@ type listStatements struct{ all, byStatus string }
 // idempotent ones for their whole transaction.
 func newListStatements(dialect string, timeout time.Duration) listStatements {
 	if dialect != migrations.MySQL {
-		return listStatements{all: "SELECT " + listColumns + listAll, byStatus: "SELECT " + listColumns + listByStatus}
+		return withSuffix("SELECT "+listColumns, "")
 	}
 	return mysqlListStatements(timeout, " LOCK IN SHARE MODE")
 }
@@ -86,17 +91,23 @@ func replicaListStatements(timeout time.Duration) listStatements {
 	return mysqlListStatements(timeout, "")
 }
 
-const (
-	listColumns  = "id, name, category_id, status FROM pets WHERE "
-	listAll      = "id > ? ORDER BY id LIMIT ?"
-	listByStatus = "status = ? AND id > ? ORDER BY id LIMIT ?"
-)
+const listColumns = "id, name, category_id, status FROM pets "
 
 // mysqlListStatements returns the MySQL listing statements, each ending in suffix.
 func mysqlListStatements(timeout time.Duration, suffix string) listStatements {
 	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
 		timeout.Seconds(), timeout.Milliseconds())
-	return listStatements{all: head + listColumns + listAll + suffix, byStatus: head + listColumns + listByStatus + suffix}
+	return withSuffix(head+listColumns, suffix)
+}
+
+// withSuffix returns the listing statements that start with head and end with suffix.
+func withSuffix(head, suffix string) listStatements {
+	return listStatements{
+		all:           head + "WHERE id > ? ORDER BY id LIMIT ?" + suffix,
+		byStatus:      head + "WHERE status = ? AND id > ? ORDER BY id LIMIT ?" + suffix,
+		first:         head + "ORDER BY id LIMIT ?" + suffix,
+		firstByStatus: head + "WHERE status = ? ORDER BY id LIMIT ?" + suffix,
+	}
 }
 
 // list reads one page with one query, one row more than asked to learn whether more follow:
@@ -149,9 +160,14 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listState
 		rows *sql.Rows
 		err  error
 	)
-	if status != nil {
+	switch {
+	case status != nil && afterID == 0:
+		rows, err = pool.QueryContext(ctx, stmts.firstByStatus, string(*status), n+1)
+	case status != nil:
 		rows, err = pool.QueryContext(ctx, stmts.byStatus, string(*status), afterID, n+1)
-	} else {
+	case afterID == 0:
+		rows, err = pool.QueryContext(ctx, stmts.first, n+1)
+	default:
 		rows, err = pool.QueryContext(ctx, stmts.all, afterID, n+1)
 	}
 	if err != nil {

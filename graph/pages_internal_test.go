@@ -34,7 +34,7 @@ func TestListStatementsGiveUpOnTheServer(t *testing.T) {
 	for _, q := range []struct {
 		sql  string
 		args []any
-	}{{stmts.all, []any{0, 10}}, {stmts.byStatus, []any{"sold", 0, 10}}} {
+	}{{stmts.all, []any{0, 10}}, {stmts.byStatus, []any{"sold", 0, 10}}, {stmts.first, []any{10}}, {stmts.firstByStatus, []any{"sold", 10}}} {
 		rows, err := pool.QueryContext(ctx, q.sql, q.args...)
 		if err == nil {
 			for rows.Next() {

@@ -13,9 +13,22 @@ func (p *Pet) AppendJSON(b []byte) []byte {
 	b = jsonstr.Append(append(b, `,"name":`...), p.Name)
 	b = strconv.AppendInt(append(b, `,"categoryId":`...), p.CategoryID, 10)
 	if p.Status != nil {
-		b = jsonstr.Append(append(b, `,"status":`...), string(*p.Status))
+		b = appendStatus(b, *p.Status)
 	}
 	return append(b, '}')
+}
+
+// appendStatus appends the status member of a pet: written out for the three statuses.
+func appendStatus(b []byte, s PetStatus) []byte {
+	switch s {
+	case PetStatusAvailable:
+		return append(b, `,"status":"available"`...)
+	case PetStatusPending:
+		return append(b, `,"status":"pending"`...)
+	case PetStatusSold:
+		return append(b, `,"status":"sold"`...)
+	}
+	return jsonstr.Append(append(b, `,"status":`...), string(s))
 }
 
 // AppendPetsJSON appends pets as a JSON array, as json.Marshal writes a non-nil slice of

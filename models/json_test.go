@@ -11,6 +11,9 @@ func FuzzPetJSON(f *testing.F) {
 		f.Add(int64(1), s, int64(1)<<62, "available", true)
 		f.Add(int64(-9), s, int64(0), s, false)
 	}
+	for _, st := range []PetStatus{PetStatusAvailable, PetStatusPending, PetStatusSold, "lost", `"<&>"`} {
+		f.Add(int64(7), "Rex", int64(2), string(st), true)
+	}
 	f.Fuzz(func(t *testing.T, id int64, name string, category int64, status string, hasStatus bool) {
 		p := Pet{ID: id, Name: name, CategoryID: category}
 		if hasStatus {

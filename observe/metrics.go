@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -30,6 +31,7 @@ type Metrics struct {
 	decisionVec *prometheus.CounterVec
 	decisions   [len(outcomes)][len(plans)]prometheus.Counter // nil for outcome 0: made on use
 	suspensions [len(plans)]prometheus.Counter
+	series      sync.Map // seriesKey -> *requestSeries
 }
 
 // NewMetrics registers the service's series, the Go runtime collector and the process
@@ -114,9 +116,33 @@ func (m *Metrics) Middleware(c *gin.Context) {
 
 // observe counts one request of the given route template, method and status.
 func (m *Metrics) observe(fullPath, method string, status int, d time.Duration) {
-	route, meth, code := routeLabel(fullPath), methodLabel(method), statusLabel(status)
-	m.requests.WithLabelValues(route, meth, code).Inc()
-	m.duration.WithLabelValues(route, meth, code).Observe(d.Seconds())
+	k := seriesKey{route: routeLabel(fullPath), method: methodLabel(method), status: status}
+	s, ok := m.series.Load(k)
+	if !ok {
+		code := statusLabel(status)
+		s, _ = m.series.LoadOrStore(k, &requestSeries{
+			requests: m.requests.WithLabelValues(k.route, k.method, code),
+			duration: m.duration.WithLabelValues(k.route, k.method, code),
+		})
+	}
+	rs := s.(*requestSeries)
+	rs.requests.Inc()
+	rs.duration.Observe(d.Seconds())
+}
+
+// seriesKey names the request series of a route template (a gin route or unmatched), a method
+// label and a status: a set bounded by the routes, the methods of methodLabel and the status
+// codes net/http accepts.
+type seriesKey struct {
+	route, method string
+	status        int
+}
+
+// requestSeries are the series that count and time the requests of one seriesKey, looked up
+// once: WithLabelValues checks and hashes the three labels at every call.
+type requestSeries struct {
+	requests prometheus.Counter
+	duration prometheus.Observer
 }
 
 // ObserveDecision counts one rate-limit decision; it is the limiter's hook

@@ -73,7 +73,9 @@ func unreserved(b byte) bool {
 func newRequestID() string {
 	var b [16]byte
 	_, _ = rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
-	return hex.EncodeToString(b[:])
+	var text [32]byte
+	hex.Encode(text[:], b[:])
+	return string(text[:])
 }
 
 // NewLogHandler returns a handler that passes every record to h with the request ID of the

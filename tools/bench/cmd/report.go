@@ -39,7 +39,7 @@ type report struct {
 	missed   int // targets missed
 }
 
-// newReport takes the medians of the rounds and computes the ratios of issue 6.
+// newReport takes the medians of the rounds and computes the ratios of issues 6 and 15.
 func newReport(cfg config, plan []*row, res *results) *report {
 	rep := &report{cfg: cfg, plan: plan, machine: res.machine, stats: map[string]map[string]cellStats{}, runs: res.cells}
 	for id, cols := range res.cells {
@@ -101,18 +101,30 @@ func (rep *report) errorCount() int { return rep.errors }
 
 func (rep *report) cell(id, col string) cellStats { return rep.stats[id][col] }
 
-// addRatios computes the targets of issue 6, and two figures without one.
+// addRatios computes the targets of issues 6 and 15, and figures without one: the latencies
+// and the service's CPU time per request beside the comparison servers'.
 func (rep *report) addRatios(res *results) {
 	svc := func(id string) cellKey { return cellKey{id, colService} }
 	rps := func(s loadgen.Summary) float64 { return s.RPS }
 	p50 := func(s loadgen.Summary) float64 { return s.P50us }
-	rep.add("REST list: service / direct (req/s)", svc(rowList), cellKey{rowList, colDirect}, rps, ">=", 1.15)
-	rep.add("REST list: service / raw (req/s)", svc(rowList), cellKey{rowList, colRaw}, rps, ">=", 0.80)
-	rep.add("POST: service / direct (req/s)", svc(rowPost), cellKey{rowPost, colDirect}, rps, ">=", 1.0)
-	rep.add("GraphQL / REST list, same service (req/s)", svc(rowGraphQL), svc(rowList), rps, ">=", 0.67)
+	p99 := func(s loadgen.Summary) float64 { return s.P99us }
+	cpu := func(s loadgen.Summary) float64 { return s.CPUusReq }
+	list, post := svc(rowList), svc(rowPost)
+	listDirect, listRaw := cellKey{rowList, colDirect}, cellKey{rowList, colRaw}
+	postDirect, postRaw := cellKey{rowPost, colDirect}, cellKey{rowPost, colRaw}
+	rep.add("REST list: service / direct (req/s)", list, listDirect, rps, ">=", 1.25)
+	rep.add("REST list: service / raw (req/s)", list, listRaw, rps, ">=", 0.85)
+	rep.add("POST: service / direct (req/s)", post, postDirect, rps, ">=", 1.05)
+	rep.add("POST: service / raw (req/s)", post, postRaw, rps, ">=", 0.90)
+	rep.add("GraphQL / REST list, same service (req/s)", svc(rowGraphQL), list, rps, ">=", 0.80)
+	rep.addPair("REST list: service / raw (p50 / p99 latency)", list, listRaw, p50, listRaw, p99)
+	rep.addPair("POST: service / raw (p50 / p99 latency)", post, postRaw, p50, postRaw, p99)
+	rep.addPair("REST list: service CPU per request / direct's / raw's", list, listDirect, cpu, listRaw, cpu)
+	rep.addPair("POST: service CPU per request / direct's / raw's", post, postDirect, cpu, postRaw, cpu)
+	rep.add("GraphQL / REST list (service CPU per request)", svc(rowGraphQL), list, cpu, "", 0)
 	rep.add(fmt.Sprintf("page %s / page 1 p50 latency, %s rows", count(rep.cfg.farPage()), count(rep.cfg.pageRows)),
 		svc(rowPageFar), svc(rowPageFirst), p50, "<=", 1.2)
-	rep.add("Redis limiter / in-process limiter (req/s)", svc(rowListRedis), svc(rowList), rps, ">=", 0.90)
+	rep.add("Redis limiter / in-process limiter (req/s)", svc(rowListRedis), list, rps, ">=", 0.90)
 	if res.rss != nil {
 		mib := float64(res.rssBytes) / (1 << 20)
 		r := ratio{name: fmt.Sprintf("service RSS after %s of mixed load (peak %.1f MiB)", rep.cfg.rssFor, float64(res.rssPeak)/(1<<20)),
@@ -123,14 +135,29 @@ func (rep *report) addRatios(res *results) {
 	rep.add("SQLite REST list: service / raw (req/s)", svc(rowListSQLite), cellKey{rowListSQLite, colRaw}, rps, "", 0)
 }
 
-// cellKey names one cell: a row against one server column.
-type cellKey struct{ row, col string }
+// addPair adds one line without a target that shows two ratios: cell a to cell b in figure f,
+// then cell a to cell c in figure g ("-" for one not measured).
+func (rep *report) addPair(name string, a, b cellKey, f func(loadgen.Summary) float64, c cellKey, g func(loadgen.Summary) float64) {
+	r := ratio{name: name}
+	var texts [2]string
+	for i, q := range []struct {
+		to  cellKey
+		fig func(loadgen.Summary) float64
+	}{{b, f}, {c, g}} {
+		texts[i] = "-"
+		if v, ok := rep.ratioOf(a, q.to, q.fig); ok {
+			texts[i], r.ok = fmt.Sprintf("%.2f", v), true
+		}
+	}
+	r.text = texts[0] + " / " + texts[1]
+	rep.push(r)
+}
 
-// add adds the ratio of cell a to cell b in figure f, with its target (op "" for none): the
-// median across rounds of each round's ratio. The two cells of a pair run within seconds of
-// each other in a round, so the drift of a shared machine between rounds cancels out of each
-// ratio, where a ratio of medians taken from different rounds would keep it.
-func (rep *report) add(name string, a, b cellKey, f func(loadgen.Summary) float64, op string, target float64) {
+// ratioOf returns the median of the rounds' own ratios of cell a to cell b in figure f, and
+// whether any round measured both. The two cells of a pair run within seconds of each other
+// in a round, so the drift of a shared machine between rounds cancels out of each ratio,
+// where a ratio of medians taken from different rounds would keep it.
+func (rep *report) ratioOf(a, b cellKey, f func(loadgen.Summary) float64) (float64, bool) {
 	runsA, runsB := rep.runs[a.row][a.col], rep.runs[b.row][b.col]
 	var ratios []float64
 	for i := range min(len(runsA), len(runsB)) {
@@ -138,9 +165,18 @@ func (rep *report) add(name string, a, b cellKey, f func(loadgen.Summary) float6
 			ratios = append(ratios, f(runsA[i])/d)
 		}
 	}
-	r := ratio{name: name, ok: len(ratios) > 0}
+	return median(ratios), len(ratios) > 0
+}
+
+// cellKey names one cell: a row against one server column.
+type cellKey struct{ row, col string }
+
+// add adds the ratio of cell a to cell b in figure f (ratioOf), with its target (op "" for
+// none).
+func (rep *report) add(name string, a, b cellKey, f func(loadgen.Summary) float64, op string, target float64) {
+	r := ratio{name: name}
+	r.value, r.ok = rep.ratioOf(a, b, f)
 	if r.ok {
-		r.value = median(ratios)
 		r.text = fmt.Sprintf("%.2f", r.value)
 	}
 	if op != "" {
@@ -222,7 +258,7 @@ func (rep *report) writeCells(w io.Writer) {
 }
 
 func (rep *report) writeRatios(w io.Writer) {
-	fmt.Fprintf(w, "%-62s %10s %10s  %s\n", "ratio (median of the rounds' ratios)", "measured", "target", "result")
+	fmt.Fprintf(w, "%-62s %12s %10s  %s\n", "ratio (median of the rounds' ratios)", "measured", "target", "result")
 	for _, r := range rep.ratios {
 		text, result := r.text, "info"
 		switch {
@@ -240,7 +276,7 @@ func (rep *report) writeRatios(w io.Writer) {
 		if target == "" {
 			target = "-"
 		}
-		fmt.Fprintf(w, "%-62s %10s %10s  %s\n", r.name, text, target, result)
+		fmt.Fprintf(w, "%-62s %12s %10s  %s\n", r.name, text, target, result)
 	}
 }
 
