@@ -68,7 +68,7 @@ func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient
 }
 
 // newRecords returns the Idempotency-Key records of cfg on db, for newDeps.
-func newRecords(t testing.TB, cfg config.Config, db *store.DB) *idempotency.Store {
+func newRecords(t testing.TB, cfg config.Config, db *store.DB) *idempotency.Records {
 	t.Helper()
 	records, err := idempotency.New(db.DB, cfg.Idempotency())
 	if err != nil {

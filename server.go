@@ -388,7 +388,7 @@ func redisMisconfigured(err error) bool {
 // keeps, whose expired entries serve purges beside it.
 type service struct {
 	handler http.Handler
-	records *idempotency.Store
+	records *idempotency.Records
 }
 
 // newService wires the service on db (and rdb when not nil); drain tells the handler when
@@ -416,7 +416,7 @@ func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 
 // newDeps wires the resolvers, GraphQL, auth, the rate limiter (in Redis when rdb is not nil,
 // else in process) and records' Idempotency-Key middleware for the router.
-func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records *idempotency.Store) (rest.Deps, error) {
+func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records *idempotency.Records) (rest.Deps, error) {
 	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
 	if err != nil {
 		return rest.Deps{}, err

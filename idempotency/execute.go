@@ -24,7 +24,7 @@ import (
 //
 // On SQLite the transaction holds the one connection until it ends: every statement of this
 // request in between runs in it, and the release runs after it.
-func (s *Store) execute(c *gin.Context, cl *claim) {
+func (s *Records) execute(c *gin.Context, cl *claim) {
 	ctx := c.Request.Context()
 	// The transaction lasts at most a lease: past it another request may take the key over,
 	// and database/sql rolls back a transaction whose context has ended.
@@ -61,7 +61,7 @@ var errHandlerFailed = errors.New("idempotency: the handler answered 5xx")
 // the response buffered, and returns the buffer. A handler that panics (or exits its
 // goroutine) gets tx rolled back and cl released; the panic goes on up to the
 // router's recovery untouched.
-func (s *Store) runHandler(c *gin.Context, txCtx context.Context, tx *gorm.DB, cl *claim) *bufferedWriter {
+func (s *Records) runHandler(c *gin.Context, txCtx context.Context, tx *gorm.DB, cl *claim) *bufferedWriter {
 	w := newBufferedWriter(c.Writer)
 	orig, req := c.Writer, c.Request
 	run := req.WithContext(store.WithTx(txCtx, tx))

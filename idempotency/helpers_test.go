@@ -42,11 +42,11 @@ func (f *fakeClock) Advance(d time.Duration) {
 	f.now = f.now.Add(d)
 }
 
-// fixture is a Store over a fresh database, in front of a handler that creates pets.
+// fixture is Records over a fresh database, in front of a handler that creates pets.
 type fixture struct {
 	db    *store.DB
 	clock *fakeClock
-	s     *Store
+	s     *Records
 	h     http.Handler
 	hits  atomic.Int64 // how many times the handler ran
 	fail  atomic.Value // once, after writing a pet: "500", "panic", "steal" (delete the record) or "kill" (the connection, MySQL)

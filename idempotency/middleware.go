@@ -38,7 +38,7 @@ const MaxKeyLength = 255
 // answer with Idempotent-Replayed: true when it has one, 503 unavailable when the database
 // does not answer (500 when it refuses); and else runs the handler in a transaction and
 // records its answer (see the package documentation).
-func (s *Store) Middleware(c *gin.Context) {
+func (s *Records) Middleware(c *gin.Context) {
 	key, present, err := keyFrom(c.Request.Header)
 	if !present {
 		return
@@ -95,7 +95,7 @@ func validKey(k string) bool {
 
 // scopeOf returns the scope of the request: its API key, its Idempotency-Key and its
 // fingerprint. It reads the body (and puts it back for the handler).
-func (s *Store) scopeOf(c *gin.Context, key string) (scope, error) {
+func (s *Records) scopeOf(c *gin.Context, key string) (scope, error) {
 	p := auth.FromContext(c.Request.Context())
 	if p == nil {
 		return scope{}, apierr.Wrap(errors.New("idempotency: Middleware runs before auth.Require"))

@@ -11,7 +11,7 @@ import (
 // Purge deletes the expired records, at most Config.PurgeBatch rows per statement, until none
 // is left or ctx is done, and returns how many it deleted. Lookups ignore expired records
 // already; Purge only reclaims their space.
-func (s *Store) Purge(ctx context.Context) (int64, error) {
+func (s *Records) Purge(ctx context.Context) (int64, error) {
 	now := s.now()
 	var total int64
 	for ctx.Err() == nil {
@@ -26,7 +26,7 @@ func (s *Store) Purge(ctx context.Context) (int64, error) {
 
 // purgeBatch deletes up to PurgeBatch records that expired at now, oldest first. MySQL takes
 // DELETE ... LIMIT; SQLite (built without that option) deletes by rowid from a bounded select.
-func (s *Store) purgeBatch(ctx context.Context, now time.Time) (int64, error) {
+func (s *Records) purgeBatch(ctx context.Context, now time.Time) (int64, error) {
 	query := "DELETE FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?"
 	if s.dialect == "sqlite" {
 		query = "DELETE FROM idempotency_keys WHERE rowid IN " +
@@ -48,7 +48,7 @@ const purgeLock = "petstore-purge"
 // every is not positive), until ctx is done. Failures are logged and retried next period. On
 // MySQL one instance at a time purges: a round finds the purge lock (GET_LOCK) free or leaves
 // the purge to the instance that holds it.
-func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
+func (s *Records) RunPurger(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = DefaultPurgeEvery
 	}
@@ -74,7 +74,7 @@ func (s *Store) RunPurger(ctx context.Context, every time.Duration) {
 
 // purgeAlone runs Purge unless, on MySQL, another session holds the purge lock: then it
 // returns at once with skipped set.
-func (s *Store) purgeAlone(ctx context.Context) (n int64, skipped bool, err error) {
+func (s *Records) purgeAlone(ctx context.Context) (n int64, skipped bool, err error) {
 	if s.dialect != "mysql" {
 		n, err = s.Purge(ctx)
 		return n, false, err

@@ -62,12 +62,12 @@ type answer struct {
 }
 
 // now returns the clock's time in UTC, to the microsecond both dialects keep.
-func (s *Store) now() time.Time {
+func (s *Records) now() time.Time {
 	return s.cfg.Now().UTC().Truncate(time.Microsecond)
 }
 
 // stmt returns db bound to ctx and QueryTimeout, for one statement.
-func (s *Store) stmt(ctx context.Context, db *gorm.DB) (*gorm.DB, context.CancelFunc) {
+func (s *Records) stmt(ctx context.Context, db *gorm.DB) (*gorm.DB, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	return db.WithContext(ctx), cancel
 }
@@ -81,7 +81,7 @@ var errContended = errors.New("idempotency: the key kept changing under concurre
 
 // acquire claims sc for this request, or returns the live record that stops it from doing
 // so: done (replay it), in flight under a valid lease, or made by a different request.
-func (s *Store) acquire(ctx context.Context, sc scope) (*claim, *record, error) {
+func (s *Records) acquire(ctx context.Context, sc scope) (*claim, *record, error) {
 	for range maxAttempts {
 		cl := &claim{scope: sc, token: newToken()}
 		now := s.now()
@@ -126,7 +126,7 @@ func claimable(rec *record, hash string, now time.Time) bool {
 }
 
 // fresh returns the in_flight row of cl claimed at now.
-func (s *Store) fresh(cl *claim, now time.Time) *record {
+func (s *Records) fresh(cl *claim, now time.Time) *record {
 	return &record{
 		KeyID: cl.keyID, IdemKey: cl.key, RequestHash: cl.hash, State: stateInFlight,
 		LeaseToken: cl.token, Headers: "", Body: []byte{},
@@ -135,14 +135,14 @@ func (s *Store) fresh(cl *claim, now time.Time) *record {
 }
 
 // insert commits the in_flight row of cl, so that every instance sees the key taken.
-func (s *Store) insert(ctx context.Context, cl *claim, now time.Time) error {
+func (s *Records) insert(ctx context.Context, cl *claim, now time.Time) error {
 	db, cancel := s.stmt(ctx, s.db)
 	defer cancel()
 	return db.Create(s.fresh(cl, now)).Error
 }
 
 // find returns the record of sc.
-func (s *Store) find(ctx context.Context, sc scope) (*record, error) {
+func (s *Records) find(ctx context.Context, sc scope) (*record, error) {
 	db, cancel := s.stmt(ctx, s.db)
 	defer cancel()
 	var rec record
@@ -153,7 +153,7 @@ func (s *Store) find(ctx context.Context, sc scope) (*record, error) {
 // takeOver replaces, in one statement, a record that expired or whose same request's lease
 // ran out by the in_flight row of cl. It reports false when another request changed the
 // record first.
-func (s *Store) takeOver(ctx context.Context, cl *claim, now time.Time) (bool, error) {
+func (s *Records) takeOver(ctx context.Context, cl *claim, now time.Time) (bool, error) {
 	db, cancel := s.stmt(ctx, s.db)
 	defer cancel()
 	row := s.fresh(cl, now)
@@ -173,7 +173,7 @@ var errLeaseLost = errors.New("idempotency: the lease ran out and another reques
 
 // saveAnswer stores a as the answer of cl in tx, the transaction of the handler's writes. It
 // returns errLeaseLost when cl no longer holds the key.
-func (s *Store) saveAnswer(ctx context.Context, tx *gorm.DB, cl *claim, a answer) error {
+func (s *Records) saveAnswer(ctx context.Context, tx *gorm.DB, cl *claim, a answer) error {
 	headers, err := json.Marshal(a.headers)
 	if err != nil {
 		return err
@@ -197,7 +197,7 @@ func (s *Store) saveAnswer(ctx context.Context, tx *gorm.DB, cl *claim, a answer
 // A row that got recorded (a commit that reported failure yet happened) stays, to be replayed.
 // It runs even when the request was cancelled. When the database does not answer, it keeps
 // trying in the background, so that a short outage does not hold the key for the whole lease.
-func (s *Store) release(ctx context.Context, cl *claim) {
+func (s *Records) release(ctx context.Context, cl *claim) {
 	ctx = context.WithoutCancel(ctx)
 	err := s.deleteClaim(ctx, cl)
 	if err == nil {
@@ -211,8 +211,8 @@ func (s *Store) release(ctx context.Context, cl *claim) {
 const releaseRetryEvery = time.Second
 
 // retryRelease tries to release cl once every releaseRetryEvery until it succeeds or the lease
-// has run out anyway (measured on the wall clock, whatever clock the Store runs on).
-func (s *Store) retryRelease(ctx context.Context, cl *claim) {
+// has run out anyway (measured on the wall clock, whatever clock the Records run on).
+func (s *Records) retryRelease(ctx context.Context, cl *claim) {
 	deadline := time.Now().Add(s.cfg.Lease)
 	for time.Now().Before(deadline) {
 		time.Sleep(releaseRetryEvery)
@@ -223,7 +223,7 @@ func (s *Store) retryRelease(ctx context.Context, cl *claim) {
 }
 
 // deleteClaim deletes the in_flight row of cl if cl still holds it.
-func (s *Store) deleteClaim(ctx context.Context, cl *claim) error {
+func (s *Records) deleteClaim(ctx context.Context, cl *claim) error {
 	db, cancel := s.stmt(ctx, s.db)
 	defer cancel()
 	return db.Where("key_id = ? AND idem_key = ? AND lease_token = ? AND state = ?", cl.keyID, cl.key, cl.token, stateInFlight).

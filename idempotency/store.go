@@ -12,7 +12,7 @@
 // Idempotent-Replayed: true; the same key with another request gets 422
 // idempotency_key_reused; the same key while the first request holds its lease gets 409
 // idempotency_key_in_use with Retry-After: 1. A claim whose lease ran out (its instance died)
-// is taken over. Records are kept Config.TTL (24 hours) and purged by Store.Purge.
+// is taken over. Records are kept Config.TTL (24 hours) and purged by Records.Purge.
 package idempotency
 
 import (
@@ -29,7 +29,7 @@ import (
 // MinTTL is the shortest time the contract lets a record be kept.
 const MinTTL = 24 * time.Hour
 
-// Config tunes a Store. DefaultConfig gives the documented defaults.
+// Config tunes the Records. DefaultConfig gives the documented defaults.
 type Config struct {
 	// TTL is how long a recorded answer is replayed (at least MinTTL); afterwards the key
 	// counts as new, and Purge deletes the record.
@@ -61,17 +61,17 @@ func DefaultConfig() Config {
 	}
 }
 
-// Store keeps the idempotency records in the table idempotency_keys (migration 00003).
-type Store struct {
+// Records keeps the idempotency records in the table idempotency_keys (migration 00003).
+type Records struct {
 	db      *gorm.DB
 	cfg     Config
 	dialect string
 }
 
-// New returns a Store keeping its records in db (MySQL/MariaDB or SQLite). It returns an
+// New returns the Records keeping its records in db (MySQL/MariaDB or SQLite). It returns an
 // error when cfg cannot work: a TTL under MinTTL or not above the lease, a non-positive
 // duration or size, or another dialect.
-func New(db *gorm.DB, cfg Config) (*Store, error) {
+func New(db *gorm.DB, cfg Config) (*Records, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -82,7 +82,7 @@ func New(db *gorm.DB, cfg Config) (*Store, error) {
 	if dialect != "mysql" && dialect != "sqlite" {
 		return nil, fmt.Errorf("idempotency: unsupported database %q", dialect)
 	}
-	return &Store{db: unprepared(db), cfg: cfg, dialect: dialect}, nil
+	return &Records{db: unprepared(db), cfg: cfg, dialect: dialect}, nil
 }
 
 // unprepared returns a session of db that bypasses GORM's prepared-statement cache (when db

@@ -29,7 +29,7 @@ type Deps struct {
 	Identify   gin.HandlerFunc             // identifies the caller's key; leaves a key not found valid before for Lookup (auth.Authenticator.Identify)
 	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
 	Limit      Limiter                     // rate limiter; nil for none
-	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Store.Middleware); nil for none
+	Idempotent gin.HandlerFunc             // makes POST /v1/pets safe to retry (idempotency.Records.Middleware); nil for none
 	ClientAddr gin.HandlerFunc             // works out the client address once (clientaddr.Proxies.Middleware); nil: the immediate peer
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Trace      gin.HandlerFunc             // the server span of each request (tracing.Tracer.Middleware); nil for none
