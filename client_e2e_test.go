@@ -295,7 +295,7 @@ func newTestAPIClock(t *testing.T, db *store.DB, clock func() time.Time) *testAP
 	if err != nil {
 		t.Fatal(err)
 	}
-	if deps.Limit, err = ratelimit.New(cfg.RateLimit, ratelimit.NewMemoryStore(clock)); err != nil {
+	if deps.Limit, err = ratelimit.New(cfg.RateLimit, ratelimit.NewMemoryCounters(clock)); err != nil {
 		t.Fatal(err)
 	}
 	h := rest.NewRouter(deps)

@@ -428,9 +428,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	if err := metrics.RegisterDB(db.SQL()); err != nil {
 		return rest.Deps{}, err
 	}
-	var limits ratelimit.Store = ratelimit.NewMemoryStore(nil)
+	var limits ratelimit.Counters = ratelimit.NewMemoryCounters(nil)
 	if rdb != nil {
-		rs := ratelimit.NewRedisStore(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs := ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix)
 		rs.PipelineContext = cfg.RateLimit.PipelineContext
 		limits = rs
 	}

@@ -117,7 +117,7 @@ func BenchmarkLimiterHook(b *testing.B) {
 			if name == "on" {
 				cfg.OnDecision = benchMetrics(b).ObserveDecision
 			}
-			l, err := ratelimit.New(cfg, ratelimit.NewMemoryStore(nil))
+			l, err := ratelimit.New(cfg, ratelimit.NewMemoryCounters(nil))
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -123,7 +123,7 @@ func fixedClock() time.Time { return time.Date(2030, 1, 2, 3, 4, 10, 0, time.UTC
 
 // limiter returns a harness option that installs a real in-process limiter reporting to the
 // harness's Metrics: one anonymous request a minute, suspension at the second rejection.
-func limiter(t *testing.T, s ratelimit.Store) func(*Metrics) gin.HandlerFunc {
+func limiter(t *testing.T, s ratelimit.Counters) func(*Metrics) gin.HandlerFunc {
 	return func(m *Metrics) gin.HandlerFunc {
 		cfg := ratelimit.DefaultConfig()
 		cfg.AnonymousPerMinute, cfg.SuspendAfter = 1, 2
@@ -141,7 +141,7 @@ func limiter(t *testing.T, s ratelimit.Store) func(*Metrics) gin.HandlerFunc {
 }
 
 func TestRateLimitMetrics(t *testing.T) {
-	h := newHarness(t, slog.LevelInfo, limiter(t, ratelimit.NewMemoryStore(fixedClock)))
+	h := newHarness(t, slog.LevelInfo, limiter(t, ratelimit.NewMemoryCounters(fixedClock)))
 	bearer := "Bearer " + testKey
 	for i, want := range []int{200, 200, 429, 429, 429} { // the key's plan admits 2 a minute
 		if w := h.do("GET", "/v1/pets/42", "Authorization", bearer); w.Code != want {

@@ -25,7 +25,7 @@ var benchPolicy = Policy{PerMinute: 1 << 40, PerDay: 1 << 40, Suspension: Defaul
 
 // BenchmarkMemoryTake is the in-process decision for 1,024 keys.
 func BenchmarkMemoryTake(b *testing.B) {
-	s, ctx := NewMemoryStore(nil), context.Background()
+	s, ctx := NewMemoryCounters(nil), context.Background()
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
@@ -36,7 +36,7 @@ func BenchmarkMemoryTake(b *testing.B) {
 
 // BenchmarkMemoryTakeAddr is the in-process decision for one client address.
 func BenchmarkMemoryTakeAddr(b *testing.B) {
-	s, ctx := NewMemoryStore(nil), context.Background()
+	s, ctx := NewMemoryCounters(nil), context.Background()
 	subj := AddrSubject(netip.MustParseAddr("2001:db8::1"))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -46,7 +46,7 @@ func BenchmarkMemoryTakeAddr(b *testing.B) {
 
 // BenchmarkRedisTake is the Redis decision: one script call, one round trip.
 func BenchmarkRedisTake(b *testing.B) {
-	s, ctx := NewRedisStore(testRedis(b), testPrefix(b)), context.Background()
+	s, ctx := NewRedisCounters(testRedis(b), testPrefix(b)), context.Background()
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
@@ -69,12 +69,12 @@ func BenchmarkTakeParallel(b *testing.B) {
 		for _, goroutines := range []int{2, 64} {
 			for _, keys := range []string{"one-key", "key-each"} {
 				b.Run(fmt.Sprintf("%s/%d/%s", name, goroutines, keys), func(b *testing.B) {
-					var s Store = NewMemoryStore(nil)
+					var s Counters = NewMemoryCounters(nil)
 					var rdb *redis.Client
 					var pipelines, calls, scripts atomic.Int64
 					if name == "redis" {
 						rdb = testRedis(b)
-						rs := NewRedisStore(rdb, testPrefix(b))
+						rs := NewRedisCounters(rdb, testPrefix(b))
 						rs.onPipeline = func(c, s int) { pipelines.Add(1); calls.Add(int64(c)); scripts.Add(int64(s)) }
 						defer func() {
 							b.ReportMetric(float64(calls.Load())/float64(pipelines.Load()), "calls/pipeline")
@@ -159,9 +159,9 @@ func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
 func BenchmarkMiddleware(b *testing.B) {
 	plan := auth.Plan{Name: "bench", PerMinute: 1 << 40, PerDay: 1 << 40}
 	p := &auth.Principal{KeyID: 1, Plan: plan}
-	stores := map[string]func() Store{
-		"memory": func() Store { return NewMemoryStore(nil) },
-		"redis":  func() Store { return NewRedisStore(testRedis(b), testPrefix(b)) },
+	stores := map[string]func() Counters{
+		"memory": func() Counters { return NewMemoryCounters(nil) },
+		"redis":  func() Counters { return NewRedisCounters(testRedis(b), testPrefix(b)) },
 	}
 	for _, name := range []string{"off", "memory", "redis"} {
 		b.Run(name, func(b *testing.B) {

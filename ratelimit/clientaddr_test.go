@@ -37,7 +37,7 @@ func TestForwardedForThroughRouter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	lim := newLimiter(t, testConfig(), NewMemoryStore(newFakeClock().Now))
+	lim := newLimiter(t, testConfig(), NewMemoryCounters(newFakeClock().Now))
 	h := gin.New()
 	h.Use(ps.Middleware, identify(nil), lim.Middleware, require)
 	h.GET("/v1/pets", func(c *gin.Context) { c.String(http.StatusOK, "[]") })

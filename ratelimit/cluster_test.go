@@ -19,7 +19,7 @@ const clusterKeys = 24
 // clusterInstance is one instance of the service's limiter against the cluster: its own client,
 // store and router.
 type clusterInstance struct {
-	store *RedisStore
+	store *RedisCounters
 	lim   *Limiter
 	h     http.Handler
 }
@@ -37,7 +37,7 @@ func newClusterInstances(t *testing.T, c *dbtest.RedisCluster, cfgs ...Config) [
 	}
 	var out []clusterInstance
 	for _, cfg := range cfgs {
-		s := NewRedisStore(c.Client(t), prefix)
+		s := NewRedisCounters(c.Client(t), prefix)
 		s.clock = clock.Now
 		lim := newLimiter(t, cfg, s)
 		out = append(out, clusterInstance{store: s, lim: lim, h: newRouter(t, lim, plans)})
@@ -47,7 +47,7 @@ func newClusterInstances(t *testing.T, c *dbtest.RedisCluster, cfgs ...Config) [
 
 // keysByNode returns the test keys by the address of the primary that serves their slot, and
 // fails the test unless every primary serves some.
-func keysByNode(t *testing.T, c *dbtest.RedisCluster, s *RedisStore) map[string][]int64 {
+func keysByNode(t *testing.T, c *dbtest.RedisCluster, s *RedisCounters) map[string][]int64 {
 	t.Helper()
 	client := c.Client(t)
 	out := map[string][]int64{}

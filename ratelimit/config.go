@@ -32,7 +32,7 @@ type Config struct {
 	// instead. Default: true.
 	FailOpen bool
 
-	// RedisKeyPrefix starts every Redis key (pass it to NewRedisStore; New only validates it).
+	// RedisKeyPrefix starts every Redis key (pass it to NewRedisCounters; New only validates it).
 	// It must not contain "{" or "}". Default: "rl:".
 	RedisKeyPrefix string
 
@@ -46,7 +46,7 @@ type Config struct {
 	// Limiter.StoreErrors). Default: nil.
 	OnDecision func(outcome Outcome, plan string)
 
-	// PipelineContext is RedisStore.PipelineContext (set it there; New ignores it), for
+	// PipelineContext is RedisCounters.PipelineContext (set it there; New ignores it), for
 	// tracing. Default: nil.
 	PipelineContext func(first context.Context) context.Context
 }

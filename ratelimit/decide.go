@@ -23,7 +23,7 @@ type rules struct {
 	perMinute, perDay            int64
 	after, window, base, ceiling int64
 	memory                       int64
-	check                        bool // Store.Check: an admitted request is not charged
+	check                        bool // Counters.Check: an admitted request is not charged
 }
 
 func rulesOf(p Policy) rules {
@@ -35,7 +35,7 @@ func rulesOf(p Policy) rules {
 	}
 }
 
-// checkRulesOf returns the rules of Store.Check under p.
+// checkRulesOf returns the rules of Counters.Check under p.
 func checkRulesOf(p Policy) rules {
 	r := rulesOf(p)
 	r.check = true

@@ -1,7 +1,7 @@
 // Package ratelimit enforces the contract's rate limits: two windows (per minute and per day)
 // per API key, a stricter per-address budget for requests without a valid key, and temporary
 // suspensions of subjects that keep sending after being told to stop. The state lives in a
-// Store: in the process (NewMemoryStore, the default) or in Redis (NewRedisStore), shared by
+// Counters: in the process (NewMemoryCounters, the default) or in Redis (NewRedisCounters), shared by
 // every instance. Both stores run the same decision and give the same answers for the same
 // sequence of requests at the same clock readings.
 //
@@ -63,11 +63,11 @@
 // "unknown" bucket.
 //
 // Limiter.Gate guards the key table: for a request whose key auth must read from the database
-// (auth.Pending), it checks the client address with Store.Check, which decides as Take does but
+// (auth.Pending), it checks the client address with Counters.Check, which decides as Take does but
 // charges nothing when it admits, and answers the address's 429 when the address has no room,
 // so that no key is read for an address over its budget.
 //
-// # Store failures
+// # Counters failures
 //
 // When the store fails (Redis unreachable), Config.FailOpen decides: fail open (the default)
 // admits the request uncounted, or fail closed answers 503 unavailable with Retry-After: 1.
@@ -85,7 +85,7 @@
 // level of the latest suspension). The hash expires when nothing in it matters any more: at the
 // end of its day window, of its rejection window or of its suspension memory, whichever is last.
 //
-// Concurrent decisions share round trips: RedisStore sends them together, as one pipeline of
+// Concurrent decisions share round trips: RedisCounters sends them together, as one pipeline of
 // EVALSHA calls, one per subject and policy, each deciding its requests one after the other,
-// atomically on its own key (see RedisStore).
+// atomically on its own key (see RedisCounters).
 package ratelimit

@@ -78,9 +78,9 @@ func waitForRemaining(t *testing.T, h http.Handler, want string) {
 	}
 }
 
-// proxiedStore returns a RedisStore on a fake clock whose client goes through a fault proxy, with
+// proxiedStore returns a RedisCounters on a fake clock whose client goes through a fault proxy, with
 // short timeouts and no retries, as a production client of the limiter should be configured.
-func proxiedStore(t *testing.T) (*faultproxy.Proxy, *RedisStore) {
+func proxiedStore(t *testing.T) (*faultproxy.Proxy, *RedisCounters) {
 	t.Helper()
 	opts := testRedisOptions(t)
 	proxy := faultproxy.Start(t, opts.Addr)
@@ -89,7 +89,7 @@ func proxiedStore(t *testing.T) (*faultproxy.Proxy, *RedisStore) {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
 	c := redis.NewClient(opts)
 	t.Cleanup(func() { _ = c.Close() })
-	s := NewRedisStore(c, testPrefix(t))
+	s := NewRedisCounters(c, testPrefix(t))
 	s.clock = newFakeClock().Now
 	return proxy, s
 }

@@ -16,9 +16,9 @@ import (
 // shut stay in flight, and the Takes that come meanwhile wait in the queue, so every test knows
 // which calls travel together.
 
-// gatedStore returns a RedisStore on a fake clock whose client's replies pass through a gate,
+// gatedStore returns a RedisCounters on a fake clock whose client's replies pass through a gate,
 // and the sizes of the pipelines it sends.
-func gatedStore(t *testing.T) (*RedisStore, *gate, *pipelineSizes) {
+func gatedStore(t *testing.T) (*RedisCounters, *gate, *pipelineSizes) {
 	t.Helper()
 	g := &gate{}
 	t.Cleanup(g.open) // a failed test must not leave senders behind
@@ -50,7 +50,7 @@ func gatedStore(t *testing.T) (*RedisStore, *gate, *pipelineSizes) {
 	for _, cn := range warm {
 		_ = cn.Close()
 	}
-	s := NewRedisStore(c, testPrefix(t))
+	s := NewRedisCounters(c, testPrefix(t))
 	s.clock = newFakeClock().Now
 	sizes := &pipelineSizes{}
 	s.onPipeline = sizes.add
@@ -64,7 +64,7 @@ type takeResult struct {
 }
 
 // takeAsync runs s.Take in a goroutine of its own.
-func takeAsync(ctx context.Context, s *RedisStore, subj Subject, p Policy) <-chan takeResult {
+func takeAsync(ctx context.Context, s *RedisCounters, subj Subject, p Policy) <-chan takeResult {
 	r := make(chan takeResult, 1)
 	go func() {
 		d, err := s.Take(ctx, subj, p)
@@ -75,7 +75,7 @@ func takeAsync(ctx context.Context, s *RedisStore, subj Subject, p Policy) <-cha
 
 // fillPipelines puts maxPipelines Takes of subj in flight, one pipeline each, while the gate is
 // shut: the Takes that follow are queued.
-func fillPipelines(t *testing.T, s *RedisStore, g *gate, subj Subject, p Policy) []<-chan takeResult {
+func fillPipelines(t *testing.T, s *RedisCounters, g *gate, subj Subject, p Policy) []<-chan takeResult {
 	t.Helper()
 	var results []<-chan takeResult
 	for range maxPipelines {
@@ -86,7 +86,7 @@ func fillPipelines(t *testing.T, s *RedisStore, g *gate, subj Subject, p Policy)
 
 // inFlight starts a Take of subj while the gate is shut and a sender is free, and waits until
 // its pipeline is held at the gate. (Takes started together could share one pipeline.)
-func inFlight(t *testing.T, ctx context.Context, s *RedisStore, g *gate, subj Subject, p Policy) <-chan takeResult {
+func inFlight(t *testing.T, ctx context.Context, s *RedisCounters, g *gate, subj Subject, p Policy) <-chan takeResult {
 	t.Helper()
 	want := g.waiting.Load() + 1
 	r := takeAsync(ctx, s, subj, p)
@@ -95,7 +95,7 @@ func inFlight(t *testing.T, ctx context.Context, s *RedisStore, g *gate, subj Su
 }
 
 // queued returns the number of calls waiting for a pipeline.
-func (s *RedisStore) queued() int {
+func (s *RedisCounters) queued() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return len(s.queue)

@@ -11,7 +11,7 @@ import (
 )
 
 // The grouping tests queue Takes while the gate (gate_test.go) holds the pipelines in flight, so
-// that the queued ones leave together, in one pipeline, in a known order. A MemoryStore taking
+// that the queued ones leave together, in one pipeline, in a known order. A MemoryCounters taking
 // the same requests one by one, in queue order, at the same clock readings, says what each one
 // must be told and what state must be left.
 
@@ -47,7 +47,7 @@ func TestRedisBatchIsSequential(t *testing.T) {
 			s, g, sizes := gatedStore(t)
 			clock := newFakeClock()
 			s.clock = clock.Now
-			mem := NewMemoryStore(clock.Now)
+			mem := NewMemoryCounters(clock.Now)
 			subj, ctx := KeySubject(1), context.Background()
 			for i := range tt.before {
 				got, err := s.Take(ctx, subj, tt.p)
@@ -132,7 +132,7 @@ func TestRedisBatchMixesSubjects(t *testing.T) {
 	clock := newFakeClock()
 	s.clock = clock.Now
 	memClock := newFakeClock()
-	mem := NewMemoryStore(memClock.Now)
+	mem := NewMemoryCounters(memClock.Now)
 	keyP := Policy{PerMinute: 3, PerDay: 1000, Suspension: Suspension{After: 2, Window: time.Minute, Base: time.Minute, Max: time.Hour, Memory: time.Hour}}
 	addrP := Policy{PerMinute: 2, PerDay: 10}
 	a, b, c := KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("203.0.113.9"))
@@ -204,7 +204,7 @@ func outcomes(runs ...any) []Outcome {
 // queueTakes starts n Takes of subj, each once the one before is queued, so that they queue in
 // that order, and returns their results in that order. Pipelines must be in flight at a shut
 // gate.
-func queueTakes(t *testing.T, ctx context.Context, s *RedisStore, subj Subject, p Policy, n int) []<-chan takeResult {
+func queueTakes(t *testing.T, ctx context.Context, s *RedisCounters, subj Subject, p Policy, n int) []<-chan takeResult {
 	t.Helper()
 	var results []<-chan takeResult
 	for range n {
@@ -216,7 +216,7 @@ func queueTakes(t *testing.T, ctx context.Context, s *RedisStore, subj Subject, 
 }
 
 // sameState compares the hash of subj in s, and its expiry, with the state mem keeps of subj.
-func sameState(t *testing.T, s *RedisStore, mem *MemoryStore, subj Subject) {
+func sameState(t *testing.T, s *RedisCounters, mem *MemoryCounters, subj Subject) {
 	t.Helper()
 	sh := &mem.shards[subj.hash()&(shardCount-1)]
 	sh.mu.Lock()

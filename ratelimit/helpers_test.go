@@ -47,23 +47,23 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// storeCase opens a Store reading the given clock: the suite runs once per case.
+// storeCase opens Counters reading the given clock: the suite runs once per case.
 type storeCase struct {
 	name string
-	open func(t *testing.T, clock func() time.Time) Store
+	open func(t *testing.T, clock func() time.Time) Counters
 }
 
 var storeCases = []storeCase{
-	{"memory", func(_ *testing.T, clock func() time.Time) Store { return NewMemoryStore(clock) }},
-	{"redis", func(t *testing.T, clock func() time.Time) Store {
-		s := NewRedisStore(testRedis(t), testPrefix(t))
+	{"memory", func(_ *testing.T, clock func() time.Time) Counters { return NewMemoryCounters(clock) }},
+	{"redis", func(t *testing.T, clock func() time.Time) Counters {
+		s := NewRedisCounters(testRedis(t), testPrefix(t))
 		s.clock = clock
 		return s
 	}},
 }
 
 // forEachStore runs f as a parallel subtest per store, each with its own fake clock.
-func forEachStore(t *testing.T, f func(t *testing.T, clock *fakeClock, s Store)) {
+func forEachStore(t *testing.T, f func(t *testing.T, clock *fakeClock, s Counters)) {
 	t.Helper()
 	for _, sc := range storeCases {
 		t.Run(sc.name, func(t *testing.T) {
@@ -112,7 +112,7 @@ func require(c *gin.Context) {
 }
 
 // newLimiter returns New(cfg, s) or fails the test.
-func newLimiter(t *testing.T, cfg Config, s Store) *Limiter {
+func newLimiter(t *testing.T, cfg Config, s Counters) *Limiter {
 	t.Helper()
 	lim, err := New(cfg, s)
 	if err != nil {

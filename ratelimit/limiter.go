@@ -22,7 +22,7 @@ const failureLogEvery = 10 * time.Second
 
 // Limiter applies the rate limits to requests. It is safe for concurrent use.
 type Limiter struct {
-	store    Store
+	store    Counters
 	anon     Policy
 	suspend  Suspension
 	failOpen bool
@@ -36,9 +36,9 @@ type Limiter struct {
 
 // New returns a Limiter keeping its state in store. It fails when cfg is inconsistent (see
 // Config) or store is nil.
-func New(cfg Config, store Store) (*Limiter, error) {
+func New(cfg Config, store Counters) (*Limiter, error) {
 	if store == nil {
-		return nil, errors.New("ratelimit: nil Store")
+		return nil, errors.New("ratelimit: nil Counters")
 	}
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("ratelimit: %w", err)

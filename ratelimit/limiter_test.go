@@ -27,7 +27,7 @@ func TestNewRejectsMisconfiguration(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := DefaultConfig()
 			tt.change(&cfg)
-			_, err := New(cfg, NewMemoryStore(nil))
+			_, err := New(cfg, NewMemoryCounters(nil))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("got %v; want an error naming %s", err, tt.want)
 			}
@@ -43,7 +43,7 @@ func TestNewAcceptsValidConfigs(t *testing.T) {
 	off.SuspendAfter, off.SuspendWindow, off.SuspendBase = 0, 0, 0 // suspensions off: no rules needed
 	for name, cfg := range map[string]Config{"defaults": DefaultConfig(), "suspensions off": off} {
 		t.Run(name, func(t *testing.T) {
-			if _, err := New(cfg, NewMemoryStore(nil)); err != nil {
+			if _, err := New(cfg, NewMemoryCounters(nil)); err != nil {
 				t.Errorf("got %v; want no error", err)
 			}
 		})
@@ -51,7 +51,7 @@ func TestNewAcceptsValidConfigs(t *testing.T) {
 }
 
 func TestSuspensionsOff(t *testing.T) {
-	s := NewMemoryStore(newFakeClock().Now)
+	s := NewMemoryCounters(newFakeClock().Now)
 	p := Policy{PerMinute: 1, PerDay: 10}
 	for i, want := range []Outcome{Allowed, Limited, Limited, Limited, Limited} {
 		if d, _ := s.Take(context.Background(), KeySubject(1), p); d.Outcome != want {
@@ -60,9 +60,9 @@ func TestSuspensionsOff(t *testing.T) {
 	}
 }
 
-func TestMemoryStoreForgetsExpiredSubjects(t *testing.T) {
+func TestMemoryCountersForgetExpiredSubjects(t *testing.T) {
 	clock := newFakeClock()
-	s := NewMemoryStore(clock.Now)
+	s := NewMemoryCounters(clock.Now)
 	ctx := context.Background()
 	for id := int64(1); id <= 500; id++ {
 		_, _ = s.Take(ctx, KeySubject(id), keyPolicy)

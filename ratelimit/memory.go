@@ -11,11 +11,11 @@ const (
 	sweepEvery = minuteMS * 5 // how often a shard drops expired subjects, in milliseconds
 )
 
-// MemoryStore is the in-process Store: the state of one instance, in shards of subjects each
+// MemoryCounters is the in-process Counters: the state of one instance, in shards of subjects each
 // guarded by a mutex. A decision takes one shard lock and allocates nothing once the subject
 // is known. Each shard drops expired subjects at most every five minutes, during a Take, so the
 // memory used follows the number of subjects seen within about a day.
-type MemoryStore struct {
+type MemoryCounters struct {
 	now    func() time.Time
 	shards [shardCount]shard
 }
@@ -32,31 +32,31 @@ type entry struct {
 	expires int64 // state.expiry at the last change
 }
 
-// NewMemoryStore returns an in-process Store reading time from clock (time.Now when nil);
+// NewMemoryCounters returns an in-process Counters reading time from clock (time.Now when nil);
 // tests pass a fake clock.
-func NewMemoryStore(clock func() time.Time) *MemoryStore {
+func NewMemoryCounters(clock func() time.Time) *MemoryCounters {
 	if clock == nil {
 		clock = time.Now
 	}
-	s := &MemoryStore{now: clock}
+	s := &MemoryCounters{now: clock}
 	for i := range s.shards {
 		s.shards[i].subjects = make(map[Subject]*entry)
 	}
 	return s
 }
 
-// Take implements Store. It never fails.
-func (s *MemoryStore) Take(_ context.Context, subj Subject, p Policy) (Decision, error) {
+// Take implements Counters. It never fails.
+func (s *MemoryCounters) Take(_ context.Context, subj Subject, p Policy) (Decision, error) {
 	return s.decide(subj, p, rulesOf(p)), nil
 }
 
-// Check implements Store. It never fails.
-func (s *MemoryStore) Check(_ context.Context, subj Subject, p Policy) (Decision, error) {
+// Check implements Counters. It never fails.
+func (s *MemoryCounters) Check(_ context.Context, subj Subject, p Policy) (Decision, error) {
 	return s.decide(subj, p, checkRulesOf(p)), nil
 }
 
 // decide decides one request of subj under r, the rules of p.
-func (s *MemoryStore) decide(subj Subject, p Policy, r rules) Decision {
+func (s *MemoryCounters) decide(subj Subject, p Policy, r rules) Decision {
 	now := s.now().UnixMilli()
 	sh := &s.shards[subj.hash()&(shardCount-1)]
 	sh.mu.Lock()
@@ -93,7 +93,7 @@ func (sh *shard) sweep(now int64) {
 }
 
 // len returns the number of subjects held (for tests).
-func (s *MemoryStore) len() int {
+func (s *MemoryCounters) len() int {
 	n := 0
 	for i := range s.shards {
 		sh := &s.shards[i]

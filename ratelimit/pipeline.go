@@ -70,7 +70,7 @@ type sender struct {
 }
 
 // do queues c and waits for its reply, or for the end of c.ctx.
-func (s *RedisStore) do(c *call) ([]int64, error) {
+func (s *RedisCounters) do(c *call) ([]int64, error) {
 	if err := c.ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -84,7 +84,7 @@ func (s *RedisStore) do(c *call) ([]int64, error) {
 }
 
 // enqueue queues c and starts a sender when fewer than maxPipelines are running.
-func (s *RedisStore) enqueue(c *call) {
+func (s *RedisCounters) enqueue(c *call) {
 	s.mu.Lock()
 	s.queue = append(s.queue, c)
 	var sd *sender
@@ -105,7 +105,7 @@ func (s *RedisStore) enqueue(c *call) {
 // send sends pipelines until the queue is empty. Between two it yields the processor once, so
 // that the requests already runnable reach their Take and leave in the next pipeline rather
 // than in one after it: under load that makes batches about half as large again.
-func (s *RedisStore) send(sd *sender) {
+func (s *RedisCounters) send(sd *sender) {
 	for s.next(sd) {
 		s.exec(sd)
 		sd.reset()
@@ -116,7 +116,7 @@ func (s *RedisStore) send(sd *sender) {
 // next moves the first maxBatch calls of the queue to sd.batch and reports whether there were
 // any. When there were none, the sender stops running in the same critical section, so a call
 // queued after it is sure to start another.
-func (s *RedisStore) next(sd *sender) bool {
+func (s *RedisCounters) next(sd *sender) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := min(len(s.queue), maxBatch)
@@ -137,7 +137,7 @@ func (s *RedisStore) next(sd *sender) bool {
 // that ends early does not fail the others; a call whose Take has already ended is left out of
 // its group. Every call gets the error of a failed pipeline, and only its group's script call's
 // error otherwise.
-func (s *RedisStore) exec(sd *sender) {
+func (s *RedisCounters) exec(sd *sender) {
 	ctx := context.Background()
 	sent := sd.form()
 	if s.PipelineContext != nil && sent > 0 {
@@ -196,7 +196,7 @@ func (sd *sender) first() context.Context {
 
 // reload runs again with EVAL, in one more pipeline, the groups that Redis answered NOSCRIPT:
 // after a restart or SCRIPT FLUSH. EVAL loads the script, and later calls find it by its hash.
-func (s *RedisStore) reload(ctx context.Context, sd *sender) {
+func (s *RedisCounters) reload(ctx context.Context, sd *sender) {
 	calls := 0
 	for i := range sd.groups {
 		g := &sd.groups[i]
@@ -210,7 +210,7 @@ func (s *RedisStore) reload(ctx context.Context, sd *sender) {
 
 // run sends the script calls queued in pipe, if any, for the given number of Takes; their
 // errors stay on them.
-func (s *RedisStore) run(ctx context.Context, pipe redis.Pipeliner, calls int) {
+func (s *RedisCounters) run(ctx context.Context, pipe redis.Pipeliner, calls int) {
 	scripts := pipe.Len()
 	if scripts == 0 {
 		return

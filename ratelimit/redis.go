@@ -13,10 +13,10 @@ import (
 //go:embed take.lua
 var takeSource string
 
-// takeScript is shared by every RedisStore: its SHA-1 is computed once.
+// takeScript is shared by every RedisCounters: its SHA-1 is computed once.
 var takeScript = redis.NewScript(takeSource)
 
-// RedisStore is the Store shared by every instance through Redis: a Lua script decides, Redis
+// RedisCounters are the Counters shared by every instance through Redis: a Lua script decides, Redis
 // TIME is the clock, one hash per subject under a Redis Cluster hash tag. The script is sent
 // with EVALSHA and re-sent with EVAL when Redis answers NOSCRIPT (after a restart or SCRIPT
 // FLUSH).
@@ -26,7 +26,7 @@ var takeScript = redis.NewScript(takeSource)
 // none is in flight goes at once; the others queue meanwhile and leave with the next pipeline.
 // The requests of a pipeline for one subject under one policy share one script call, which
 // decides them one after the other in the order they queued, at one clock reading; each script
-// call is atomic on its key. RedisStore starts goroutines only while calls are queued or in
+// call is atomic on its key. RedisCounters starts goroutines only while calls are queued or in
 // flight, so it needs no Close: closing the client ends them.
 //
 // Errors of the client (timeouts, refused connections) are returned as they are, to every
@@ -35,7 +35,7 @@ var takeScript = redis.NewScript(takeSource)
 // MaxRetries), since every request waits for the decision. A request whose context ends first
 // returns its context's error at once. go-redis re-sends a pipeline whose replies were lost;
 // such a retry may charge a request twice, never admit one more.
-type RedisStore struct {
+type RedisCounters struct {
 	client redis.UniversalClient
 	prefix string
 	script *redis.Script
@@ -55,7 +55,7 @@ type RedisStore struct {
 	idle    []*sender // kept from senders that have exited
 }
 
-// NewRedisStore returns a Store keeping its state in Redis through client, under keys
+// NewRedisCounters returns Counters keeping its state in Redis through client, under keys
 // "{" + prefix + subject + "}", e.g. "{rl:k:42}" with the prefix "rl:" (Config.RedisKeyPrefix).
 // Distinct prefixes keep distinct deployments (or parallel tests) apart in one database. The
 // prefix must not contain "{" or "}".
@@ -65,23 +65,23 @@ type RedisStore struct {
 // runs on the node of that key's slot, and a cluster pipeline is split by node, each part sent
 // to its node at once (go-redis follows MOVED and ASK redirections). NOSCRIPT is handled per
 // script call, so a node restarted without the script gets it again by itself.
-func NewRedisStore(client redis.UniversalClient, prefix string) *RedisStore {
-	return &RedisStore{client: client, prefix: prefix, script: takeScript}
+func NewRedisCounters(client redis.UniversalClient, prefix string) *RedisCounters {
+	return &RedisCounters{client: client, prefix: prefix, script: takeScript}
 }
 
-// Take implements Store: its decision is sent in a pipeline with those of concurrent Takes, in
+// Take implements Counters: its decision is sent in a pipeline with those of concurrent Takes, in
 // one script call with those of the same subject and policy.
-func (s *RedisStore) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
+func (s *RedisCounters) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
 	return s.decide(ctx, subj, p, rulesOf(p))
 }
 
-// Check implements Store: it is sent as Take is, in a script call of its own kind.
-func (s *RedisStore) Check(ctx context.Context, subj Subject, p Policy) (Decision, error) {
+// Check implements Counters: it is sent as Take is, in a script call of its own kind.
+func (s *RedisCounters) Check(ctx context.Context, subj Subject, p Policy) (Decision, error) {
 	return s.decide(ctx, subj, p, checkRulesOf(p))
 }
 
 // decide runs one decision of subj under r, the rules of p, through the pipeline.
-func (s *RedisStore) decide(ctx context.Context, subj Subject, p Policy, r rules) (Decision, error) {
+func (s *RedisCounters) decide(ctx context.Context, subj Subject, p Policy, r rules) (Decision, error) {
 	c := &call{
 		ctx: ctx,
 		args: args{
@@ -103,14 +103,14 @@ func (s *RedisStore) decide(ctx context.Context, subj Subject, p Policy, r rules
 }
 
 // key returns the Redis key of subj.
-func (s *RedisStore) key(subj Subject) string {
+func (s *RedisCounters) key(subj Subject) string {
 	var buf [64]byte
 	b := append(append(buf[:0], '{'), s.prefix...)
 	return string(append(subj.appendTo(b), '}'))
 }
 
 // pinnedNow returns the test clock in milliseconds, or 0: the script then reads Redis TIME.
-func (s *RedisStore) pinnedNow() int64 {
+func (s *RedisCounters) pinnedNow() int64 {
 	if s.clock == nil {
 		return 0
 	}

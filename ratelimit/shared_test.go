@@ -19,8 +19,8 @@ import (
 func TestStoresAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	mem := NewMemoryStore(clock.Now)
-	red := NewRedisStore(testRedis(t), testPrefix(t))
+	mem := NewMemoryCounters(clock.Now)
+	red := NewRedisCounters(testRedis(t), testPrefix(t))
 	red.clock = clock.Now
 	subjects := []Subject{KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("2001:db8::1"))}
 	p := Policy{PerMinute: 4, PerDay: 9, Suspension: Suspension{
@@ -57,12 +57,12 @@ func TestStoresAgree(t *testing.T) {
 // TestScriptBatchesAgree replays a random sequence of batches (1 to 8 requests of one subject at
 // one clock reading, Takes or, one batch in four, Checks, across minutes, days, rejections and
 // suspensions) through take.lua with its count, and compares every decision, and the state left
-// after every batch, with a MemoryStore taking (or checking) the same requests one by one.
+// after every batch, with a MemoryCounters taking (or checking) the same requests one by one.
 func TestScriptBatchesAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
-	mem := NewMemoryStore(clock.Now)
-	red := NewRedisStore(testRedis(t), testPrefix(t))
+	mem := NewMemoryCounters(clock.Now)
+	red := NewRedisCounters(testRedis(t), testPrefix(t))
 	subjects := []Subject{KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("2001:db8::1"))}
 	p := Policy{PerMinute: 4, PerDay: 9, Suspension: Suspension{
 		After: 3, Window: 30 * time.Second, Base: 2 * time.Minute, Max: 5 * time.Minute,
@@ -112,9 +112,9 @@ func TestScriptBatchesAgree(t *testing.T) {
 
 // expireBy drops the state of subj from both stores when it has expired by now: Redis, whose
 // expiry the fake clock does not drive, would have deleted the hash at that time, and
-// MemoryStore's sweep drops it lazily. Expired state decides nothing, but its fields would
+// MemoryCounters's sweep drops it lazily. Expired state decides nothing, but its fields would
 // differ between the stores once one of them has dropped it.
-func expireBy(t *testing.T, s *RedisStore, mem *MemoryStore, subj Subject, now time.Time) {
+func expireBy(t *testing.T, s *RedisCounters, mem *MemoryCounters, subj Subject, now time.Time) {
 	t.Helper()
 	ctx, key := context.Background(), s.key(subj)
 	exp, err := s.client.PExpireTime(ctx, key).Result()
@@ -156,7 +156,7 @@ func TestRedisTwoInstances(t *testing.T) {
 	for range 2 {
 		c := redis.NewClient(testRedisOptions(t))
 		t.Cleanup(func() { _ = c.Close() })
-		routers = append(routers, newRouter(t, newLimiter(t, testConfig(), NewRedisStore(c, prefix)), plans))
+		routers = append(routers, newRouter(t, newLimiter(t, testConfig(), NewRedisCounters(c, prefix)), plans))
 	}
 	awayFromEdge(t, time.Minute, 3*time.Second)
 	codes := hammer(120, func(i int) (http.Handler, req) { return routers[i%2], req{key: 7} })

@@ -23,7 +23,7 @@ var (
 )
 
 func TestCountdown(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: auth.Free})
 		for i := int64(1); i <= 3; i++ {
 			check(t, serve(h, req{key: 1}), http.StatusOK, "", map[string]string{
@@ -44,7 +44,7 @@ func TestCountdown(t *testing.T) {
 }
 
 func TestDayWindowBinds(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: {Name: "tiny", PerMinute: 10, PerDay: 25}})
 		spend := func(n int) {
 			for range n {
@@ -85,7 +85,7 @@ func TestRetryAfterIsTruthful(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+			forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 				h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: tt.plan})
 				for range 3 {
 					check(t, serve(h, req{key: 1}), http.StatusOK, "", nil)
@@ -109,7 +109,7 @@ func TestRetryAfterIsTruthful(t *testing.T) {
 }
 
 func TestSuspension(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		cfg := testConfig()
 		cfg.SuspendAfter, cfg.SuspendBase, cfg.SuspendMax, cfg.SuspendMemory = 3, 5*time.Minute, 20*time.Minute, time.Hour
 		plan := auth.Plan{PerMinute: 1, PerDay: 1000}
@@ -149,7 +149,7 @@ func TestSuspension(t *testing.T) {
 }
 
 func TestAnonymousBudgetIsSeparate(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: auth.Free})
 		anon := req{addr: "198.51.100.7:4000"}
 		for i := 2; i >= 0; i-- { // the 401 of the require middleware still carries the headers
@@ -171,7 +171,7 @@ func TestAnonymousBudgetIsSeparate(t *testing.T) {
 }
 
 func TestHeadersOnServerErrors(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: auth.Pro})
 		check(t, serve(h, req{key: 1, path: "/v1/boom"}), http.StatusInternalServerError, apierr.Internal,
 			map[string]string{"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": "299"})
@@ -179,7 +179,7 @@ func TestHeadersOnServerErrors(t *testing.T) {
 }
 
 func TestExactUnderConcurrency(t *testing.T) {
-	forEachStore(t, func(t *testing.T, clock *fakeClock, s Store) {
+	forEachStore(t, func(t *testing.T, clock *fakeClock, s Counters) {
 		h := newRouter(t, newLimiter(t, testConfig(), s), map[int64]auth.Plan{1: {PerMinute: 50, PerDay: 1000}})
 		codes := hammer(200, func(int) (http.Handler, req) { return h, req{key: 1} })
 		if codes[http.StatusOK] != 50 || codes[http.StatusTooManyRequests] != 150 {

@@ -58,7 +58,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	limiter, err := ratelimit.New(ratelimit.DefaultConfig(), ratelimit.NewMemoryStore(nil))
+	limiter, err := ratelimit.New(ratelimit.DefaultConfig(), ratelimit.NewMemoryCounters(nil))
 	if err != nil {
 		return err
 	}

@@ -7,8 +7,8 @@ import (
 	"time"
 )
 
-// Store keeps the rate-limit state of every subject.
-type Store interface {
+// Counters keep the rate-limit state of every subject.
+type Counters interface {
 	// Take decides one request of subject s under p, at the store's clock. When the request is
 	// Allowed it is charged to both windows; otherwise nothing is charged (a Limited request
 	// only counts toward suspension). Take is atomic per subject. It returns an error only
@@ -55,7 +55,7 @@ func (s Subject) appendTo(b []byte) []byte {
 	return s.Addr.AppendTo(append(b, "a:"...))
 }
 
-// hash spreads subjects over the shards of the MemoryStore.
+// hash spreads subjects over the shards of the MemoryCounters.
 func (s Subject) hash() uint64 {
 	if s.KeyID != 0 {
 		return mix(uint64(s.KeyID))
@@ -95,7 +95,7 @@ type Suspension struct {
 	Memory time.Duration
 }
 
-// Outcome is what a Store decided for one request.
+// Outcome is what the Counters decided for one request.
 type Outcome uint8
 
 // The outcomes of Take.
@@ -130,7 +130,7 @@ type Window struct {
 // Remaining returns how many more requests the window admits, never below zero.
 func (w Window) Remaining() int64 { return max(0, w.Limit-w.Used) }
 
-// Decision is a Store's answer for one request.
+// Decision is the Counters' answer for one request.
 type Decision struct {
 	Outcome Outcome
 	Now     time.Time // the store's clock at the decision
