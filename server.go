@@ -208,6 +208,9 @@ func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan e
 		return err
 	case <-time.After(cfg.DrainDelay):
 	}
+	if drain.closeStreams != nil {
+		drain.closeStreams() // subscribers get 1001 (or the end of their stream) and resume elsewhere
+	}
 	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -218,7 +221,10 @@ func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan e
 }
 
 // drainer is the state of a shutdown: off until serve is told to stop.
-type drainer struct{ on atomic.Bool }
+type drainer struct {
+	on           atomic.Bool
+	closeStreams func() // closes every subscriber connection once the drain delay is over; nil for none
+}
 
 // Draining reports whether shutdown has begun (rest.Deps.Draining).
 func (d *drainer) Draining() bool { return d.on.Load() }
@@ -385,6 +391,7 @@ func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 		return nil, err
 	}
 	deps.Draining = drain.Draining
+	drain.closeStreams = deps.Shutdown
 	return drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), nil
 }
 
@@ -427,6 +434,10 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	resolver.Replicas = db.Replicas
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
+	subs, err := newLive(db, rdb, resolver, authn, limiter, metrics, &gqlOpts)
+	if err != nil {
+		return rest.Deps{}, err
+	}
 	return rest.Deps{
 		Resolver:   resolver,
 		GraphQL:    graph.NewHandler(resolver, gqlOpts),
@@ -441,6 +452,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ping,
+		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr),
+		Stream:     subs.Stream(),
+		Shutdown:   subs.Shutdown,
 	}, nil
 }
 

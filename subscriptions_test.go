@@ -1,0 +1,377 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/internal/dbtest"
+	"petstore/store"
+)
+
+// liveServer is the real handler behind a real HTTP server, for WebSocket and SSE clients.
+type liveServer struct {
+	url   string
+	key   string
+	db    *store.DB
+	cfg   config.Config
+	drain *drainer
+	srv   *httptest.Server
+}
+
+// newLiveServer serves the service over db (and Redis when rdb is not nil) with a key of plan.
+func newLiveServer(t testing.TB, db *store.DB, rdb redis.UniversalClient, cfg config.Config, plan string) *liveServer {
+	t.Helper()
+	drain := new(drainer)
+	h, err := newHandler(cfg, db, rdb, drain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	s := &liveServer{url: srv.URL, db: db, cfg: cfg, drain: drain, srv: srv}
+	t.Cleanup(func() { drain.closeStreams(); srv.Close() })
+	s.key = s.newKey(t, plan)
+	return s
+}
+
+func (s *liveServer) newKey(t testing.TB, plan string) string {
+	t.Helper()
+	key, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: plan})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// createPet adds a pet over REST with key and returns its id; extra headers are added.
+func (s *liveServer) createPet(t testing.TB, key, name, status string, extra ...string) int64 {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"categoryId":1`, name)
+	if status != "" {
+		body += fmt.Sprintf(`,"status":%q`, status)
+	}
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/pets", strings.NewReader(body+"}"))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	for i := 0; i+1 < len(extra); i += 2 {
+		req.Header.Set(extra[i], extra[i+1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pet struct{ ID int64 }
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(b, &pet) != nil {
+		t.Fatalf("POST /v1/pets: %d %s", resp.StatusCode, b)
+	}
+	return pet.ID
+}
+
+// wsClient is a graphql-transport-ws client.
+type wsClient struct {
+	t    testing.TB
+	c    *websocket.Conn
+	resp *http.Response
+}
+
+// wsMsg is a graphql-transport-ws message.
+type wsMsg struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id,omitempty"`
+	Payload json.RawMessage `json:"payload,omitempty"`
+}
+
+// dial opens a WebSocket on /v1/graphql with header (nil: none).
+func (s *liveServer) dial(t testing.TB, header http.Header) (*wsClient, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, resp, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/v1/graphql", &websocket.DialOptions{
+		HTTPHeader: header, Subprotocols: []string{"graphql-transport-ws"},
+	})
+	if err != nil {
+		return &wsClient{t: t, resp: resp}, err
+	}
+	c.SetReadLimit(1 << 20)
+	t.Cleanup(func() { _ = c.CloseNow() })
+	return &wsClient{t: t, c: c, resp: resp}, nil
+}
+
+// connect dials and initialises with key in connection_init's payload.
+func (s *liveServer) connect(t testing.TB, key string) *wsClient {
+	t.Helper()
+	w, err := s.dial(t, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.send(wsMsg{Type: "connection_init", Payload: json.RawMessage(fmt.Sprintf(`{"Authorization":"Bearer %s"}`, key))})
+	if m := w.read(); m.Type != "connection_ack" {
+		t.Fatalf("after connection_init: got %+v; want connection_ack", m)
+	}
+	return w
+}
+
+func (w *wsClient) send(m wsMsg) {
+	w.t.Helper()
+	b, _ := json.Marshal(m)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := w.c.Write(ctx, websocket.MessageText, b); err != nil {
+		w.t.Fatalf("write: %v", err)
+	}
+}
+
+// readErr reads the next message other than a ping (answered with pong).
+func (w *wsClient) readErr(timeout time.Duration) (wsMsg, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		_, b, err := w.c.Read(ctx)
+		if err != nil {
+			return wsMsg{}, err
+		}
+		var m wsMsg
+		if err := json.Unmarshal(b, &m); err != nil {
+			return wsMsg{}, err
+		}
+		if m.Type == "ping" {
+			_ = w.c.Write(ctx, websocket.MessageText, []byte(`{"type":"pong"}`))
+			continue
+		}
+		return m, nil
+	}
+}
+
+func (w *wsClient) read() wsMsg {
+	w.t.Helper()
+	m, err := w.readErr(10 * time.Second)
+	if err != nil {
+		w.t.Fatalf("read: %v", err)
+	}
+	return m
+}
+
+// subscribe starts petAdded with args ("" for none) as operation id.
+func (w *wsClient) subscribe(id, args string) {
+	q := `subscription { petAdded` + args + ` { cursor pet { id name categoryId status } } }`
+	p, _ := json.Marshal(map[string]any{"query": q})
+	w.send(wsMsg{Type: "subscribe", ID: id, Payload: p})
+}
+
+// petEvent is one petAdded event.
+type petEvent struct {
+	Cursor string
+	Pet    struct {
+		ID, Name, CategoryID string
+		Status               *string
+	}
+}
+
+// next reads the next event of operation id.
+func (w *wsClient) next(id string) petEvent {
+	w.t.Helper()
+	m := w.read()
+	if m.Type != "next" || m.ID != id {
+		w.t.Fatalf("got %s %s %s; want next of %s", m.Type, m.ID, m.Payload, id)
+	}
+	var p struct {
+		Data struct{ PetAdded petEvent }
+		Errors []any
+	}
+	if err := json.Unmarshal(m.Payload, &p); err != nil || len(p.Errors) > 0 {
+		w.t.Fatalf("next %s: %s", id, m.Payload)
+	}
+	return p.Data.PetAdded
+}
+
+// closeStatus waits for the server's close and returns its code and reason.
+func (w *wsClient) closeStatus(timeout time.Duration) (websocket.StatusCode, string) {
+	w.t.Helper()
+	for {
+		_, err := w.readErr(timeout)
+		if err == nil {
+			continue
+		}
+		var ce websocket.CloseError
+		if ok := asCloseError(err, &ce); ok {
+			return ce.Code, ce.Reason
+		}
+		w.t.Fatalf("want a close; got %v", err)
+	}
+}
+
+func asCloseError(err error, ce *websocket.CloseError) bool {
+	code := websocket.CloseStatus(err)
+	if code == -1 {
+		return false
+	}
+	var e websocket.CloseError
+	if ok := errorsAs(err, &e); ok {
+		*ce = e
+		return true
+	}
+	ce.Code = code
+	return true
+}
+
+// TestPetAddedOverWebSocket: a subscriber sees each pet created over REST, over GraphQL and
+// with an Idempotency-Key once it committed, once (a replay sends nothing), in id order;
+// status filters.
+func TestPetAddedOverWebSocket(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newLiveServer(t, db, nil, config.Default(), "business")
+		w := s.connect(t, s.key)
+		w.subscribe("all", "")
+		w.subscribe("sold", "(status: SOLD)")
+		time.Sleep(100 * time.Millisecond) // the subscriptions start
+		a := s.createPet(t, s.key, "Rex", "available")
+		ev := w.next("all")
+		if ev.Pet.ID != fmt.Sprint(a) || ev.Pet.Name != "Rex" || ev.Pet.Status == nil || *ev.Pet.Status != "AVAILABLE" {
+			t.Fatalf("event %+v; want pet %d Rex AVAILABLE", ev, a)
+		}
+		b := s.createPet(t, s.key, "Tom", "sold", "Idempotency-Key", "k1")
+		if again := s.createPet(t, s.key, "Tom", "sold", "Idempotency-Key", "k1"); again != b {
+			t.Fatalf("replay: id %d; want %d", again, b)
+		}
+		c := s.graphQLCreate(t, "Kit")
+		got := map[string][]string{}
+		for range 3 { // b on both, c on all
+			m := w.read()
+			var p struct{ Data struct{ PetAdded petEvent } }
+			_ = json.Unmarshal(m.Payload, &p)
+			got[m.ID] = append(got[m.ID], p.Data.PetAdded.Pet.ID)
+		}
+		if want := []string{fmt.Sprint(b), fmt.Sprint(c)}; fmt.Sprint(got["all"]) != fmt.Sprint(want) {
+			t.Errorf("all: got %v; want %v", got["all"], want)
+		}
+		if fmt.Sprint(got["sold"]) != fmt.Sprint([]string{fmt.Sprint(b)}) {
+			t.Errorf("sold: got %v; want [%d]", got["sold"], b)
+		}
+		if m, err := w.readErr(300 * time.Millisecond); err == nil {
+			t.Errorf("a replayed POST sent %+v; want nothing", m)
+		}
+	})
+}
+
+// graphQLCreate adds a pet with the createPet mutation.
+func (s *liveServer) graphQLCreate(t testing.TB, name string) int64 {
+	t.Helper()
+	body, _ := json.Marshal(map[string]any{"query": fmt.Sprintf(`mutation { createPet(input: {name: %q, categoryId: 1}) { id } }`, name)})
+	req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/graphql", strings.NewReader(string(body)))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		Data struct{ CreatePet struct{ ID string } }
+	}
+	b, _ := io.ReadAll(resp.Body)
+	if err := json.Unmarshal(b, &out); err != nil || out.Data.CreatePet.ID == "" {
+		t.Fatalf("createPet: %d %s", resp.StatusCode, b)
+	}
+	var id int64
+	fmt.Sscan(out.Data.CreatePet.ID, &id)
+	return id
+}
+
+// sseStream opens petAdded over SSE with key and args; it returns the response.
+func (s *liveServer) sseStream(t testing.TB, ctx context.Context, key, args string) *http.Response {
+	t.Helper()
+	q, _ := json.Marshal(map[string]any{"query": `subscription { petAdded` + args + ` { cursor pet { id name } } }`})
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/graphql", strings.NewReader(string(q)))
+	if key != "" {
+		req.Header.Set("Authorization", "Bearer "+key)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { resp.Body.Close() })
+	return resp
+}
+
+// sseEvents returns the events of an SSE body, "event data" each, sent on a channel.
+func sseEvents(body io.Reader) <-chan string {
+	ch := make(chan string, 100)
+	go func() {
+		defer close(ch)
+		sc := bufio.NewScanner(body)
+		var ev, data string
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				ev = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: "):
+				data = strings.TrimPrefix(line, "data: ")
+			case line == "" && ev != "":
+				ch <- ev + " " + data
+				ev, data = "", ""
+			}
+		}
+	}()
+	return ch
+}
+
+func recvEvent(t testing.TB, ch <-chan string) string {
+	t.Helper()
+	select {
+	case e, ok := <-ch:
+		if !ok {
+			t.Fatal("the stream ended")
+		}
+		return e
+	case <-time.After(10 * time.Second):
+		t.Fatal("no event within 10 s")
+	}
+	return ""
+}
+
+// TestPetAddedOverSSE: the same subscription over Server-Sent Events, with the rate-limit
+// headers; a request without a key gets the JSON Error body with 401.
+func TestPetAddedOverSSE(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newLiveServer(t, db, nil, config.Default(), "business")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		resp := s.sseStream(t, ctx, s.key, "")
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") ||
+			resp.Header.Get("X-RateLimit-Limit") == "" {
+			t.Fatalf("SSE answer: %d %v", resp.StatusCode, resp.Header)
+		}
+		events := sseEvents(resp.Body)
+		time.Sleep(100 * time.Millisecond)
+		id := s.createPet(t, s.key, "Rex", "")
+		if e := recvEvent(t, events); !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) || !strings.HasPrefix(e, "next ") {
+			t.Fatalf("event %q; want pet %d", e, id)
+		}
+
+		anon := s.sseStream(t, ctx, "", "")
+		b, _ := io.ReadAll(anon.Body)
+		if anon.StatusCode != http.StatusUnauthorized || !strings.Contains(string(b), `"code":"unauthorized"`) {
+			t.Fatalf("without a key: %d %s; want 401 unauthorized", anon.StatusCode, b)
+		}
+	})
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }
