@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -19,6 +20,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/models"
 	"petstore/store"
 )
 
@@ -190,7 +192,7 @@ func (w *wsClient) next(id string) petEvent {
 		w.t.Fatalf("got %s %s %s; want next of %s", m.Type, m.ID, m.Payload, id)
 	}
 	var p struct {
-		Data struct{ PetAdded petEvent }
+		Data   struct{ PetAdded petEvent }
 		Errors []any
 	}
 	if err := json.Unmarshal(m.Payload, &p); err != nil || len(p.Errors) > 0 {
@@ -375,3 +377,104 @@ func TestPetAddedOverSSE(t *testing.T) {
 }
 
 func errorsAs(err error, target any) bool { return errors.As(err, target) }
+
+// TestPetAddedResume: with after, the pets added since come first from the database, then
+// live ones, none twice; with concurrent writers none is skipped across the switch. A
+// malformed cursor is INVALID_REQUEST.
+func TestPetAddedResume(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		s := newLiveServer(t, db, nil, config.Default(), "business")
+		var ids []int64
+		for i := range 5 {
+			ids = append(ids, s.createPet(t, s.key, fmt.Sprint("p", i), ""))
+		}
+		w := s.connect(t, s.key)
+		w.subscribe("bad", `(after: "nope")`)
+		if m := w.read(); !strings.Contains(string(m.Payload), "INVALID_REQUEST") || !strings.Contains(string(m.Payload), "cursor") {
+			t.Fatalf("malformed cursor: %s %s; want INVALID_REQUEST about the cursor", m.Type, m.Payload)
+		}
+		_ = w.read() // complete
+		first := petEvent{}
+		w.subscribe("r", `(after: "`+cursorOf(ids[1])+`")`)
+		// Writers add pets while the subscription pages through the database.
+		done := make(chan []int64)
+		go func() {
+			var more []int64
+			for i := range 20 {
+				more = append(more, s.createPet(t, s.key, fmt.Sprint("q", i), ""))
+			}
+			done <- more
+		}()
+		var got []string
+		for range 3 + 20 {
+			ev := w.next("r")
+			if first.Cursor == "" {
+				first = ev
+			}
+			got = append(got, ev.Pet.ID)
+		}
+		more := <-done
+		var want []string
+		for _, id := range append(ids[2:], more...) {
+			want = append(want, fmt.Sprint(id))
+		}
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Fatalf("resumed: got %v; want %v", got, want)
+		}
+		if first.Cursor != cursorOf(ids[2]) {
+			t.Fatalf("cursor %q; want %q", first.Cursor, cursorOf(ids[2]))
+		}
+		if m, err := w.readErr(300 * time.Millisecond); err == nil {
+			t.Fatalf("one more: %+v; want nothing", m)
+		}
+	})
+}
+
+// cursorOf returns the cursor of the pet with id, as petsConnection gives it.
+func cursorOf(id int64) string { return models.EncodeCursor(id) }
+
+// TestPetAddedAcrossInstances: with Redis (a single server, and a Redis Cluster), a pet
+// created on instance A reaches a subscriber on instance B at once, not at B's poll.
+func TestPetAddedAcrossInstances(t *testing.T) {
+	cases := map[string]func(t *testing.T) string{
+		"single": func(t *testing.T) string {
+			dbtest.Redis(t) // skips or fails when unreachable
+			if u := os.Getenv("PETSTORE_TEST_REDIS"); u != "" {
+				return u
+			}
+			return dbtest.DefaultRedis
+		},
+		"cluster": func(t *testing.T) string { return dbtest.NewRedisCluster(t).URL() },
+	}
+	for name, url := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.RedisURL = url(t)
+			cfg.RateLimit.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
+			db := dbtest.New(t, "mysql")
+			var insts []*liveServer
+			for range 2 {
+				rdb, err := openRedis(context.Background(), cfg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				t.Cleanup(func() { _ = rdb.Close() })
+				insts = append(insts, newLiveServer(t, db, rdb, cfg, "business"))
+			}
+			w := insts[1].connect(t, insts[1].key)
+			w.subscribe("1", "")
+			time.Sleep(500 * time.Millisecond) // B listens
+			for i := range 3 {
+				start := time.Now()
+				id := insts[0].createPet(t, insts[0].key, fmt.Sprint("x", i), "")
+				ev := w.next("1")
+				if ev.Pet.ID != fmt.Sprint(id) {
+					t.Fatalf("B got %s; want %d", ev.Pet.ID, id)
+				}
+				if d := time.Since(start); d > time.Second {
+					t.Errorf("B got pet %d after %v; want well within the 2 s poll", id, d)
+				}
+			}
+		})
+	}
+}

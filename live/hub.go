@@ -293,7 +293,7 @@ func (h *Hub) join(ctx context.Context, s *sub) error {
 // channel is closed. It returns an unavailable error while the database cannot tell where to
 // start.
 func (h *Hub) Subscribe(ctx context.Context, c *Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	s := &sub{hub: h, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume}
+	s := &sub{hub: h, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume, sent: afterID}
 	if err := h.join(ctx, s); err != nil {
 		return nil, err
 	}
@@ -337,6 +337,9 @@ type sub struct {
 	catching bool
 	pending  []*Event
 	cut      bool
+	// sent is the highest id sent from the database: the Hub, whose mark may lag behind the
+	// pages read, skips the pets up to it.
+	sent int64
 }
 
 // ReasonSlow is the close reason of a subscriber that does not keep up.
@@ -344,7 +347,7 @@ const ReasonSlow = "subscriber too slow: its buffer of events is full; reconnect
 
 // offer gives ev to s; hub.mu is held.
 func (s *sub) offer(ev *Event) {
-	if s.status != nil && (ev.Pet.Status == nil || *ev.Pet.Status != *s.status) {
+	if ev.Pet.ID <= s.sent || s.status != nil && (ev.Pet.Status == nil || *ev.Pet.Status != *s.status) {
 		return
 	}
 	if s.catching {
@@ -415,12 +418,12 @@ func (s *sub) resume(ctx context.Context, afterID int64) {
 			h.mu.Unlock()
 			return
 		}
-		s.catching = false
+		s.catching, s.sent = false, last
 		pending := s.pending
 		s.pending = nil
 		for _, ev := range pending {
-			if ev.Pet.ID > last && !s.cut {
-				s.offer(ev)
+			if !s.cut {
+				s.offer(ev) // skips those up to last
 			}
 		}
 		h.mu.Unlock()
