@@ -438,9 +438,10 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	if err != nil {
 		return rest.Deps{}, err
 	}
+	gql := graph.NewHandler(resolver, gqlOpts)
 	return rest.Deps{
 		Resolver:   resolver,
-		GraphQL:    graph.NewHandler(resolver, gqlOpts),
+		GraphQL:    gql,
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Reference:  reference.Handler("/v1/openapi.json"),
@@ -452,7 +453,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ping,
-		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr),
+		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr, gql),
 		Stream:     subs.Stream(),
 		Shutdown:   subs.Shutdown,
 	}, nil

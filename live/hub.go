@@ -53,7 +53,7 @@ type ReadFunc func(ctx context.Context, afterID int64, n int, status *models.Pet
 
 // Defaults of HubOptions.
 const (
-	DefaultBuffer    = 64
+	DefaultBuffer    = 32
 	DefaultPollEvery = 2 * time.Second
 	readPage         = 100
 )

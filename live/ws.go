@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -45,13 +46,16 @@ type wsState struct {
 
 type wsStateKey struct{}
 
-// Upgrade returns the middleware of a WebSocket upgrade of /v1/graphql, placed after the
+// Upgrade returns the handler of a WebSocket upgrade of /v1/graphql, placed after the
 // identify chain (which charges the upgrade as one request) instead of auth.Require: the key
 // may come in connection_init. It refuses an Origin that is neither the request's own host
 // nor allowed by origins (the CORS allow-list; "*" allows any) with 400, and a client address
 // holding Caps.PendingPerAddr connections not yet authenticated with 429; clientAddr names
-// the address.
-func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) string) gin.HandlerFunc {
+// the address. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
+// transport accepts it) on a goroutine of its own and returns: net/http's goroutine, its
+// buffers and the middleware's frames are freed, and the socket costs what the transport
+// keeps.
+func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := c.Request
 		if !originAllowed(req, origins) {
@@ -74,9 +78,73 @@ func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) stri
 			return
 		}
 		st := &wsState{reg: r, authorization: req.Header.Get("Authorization"), addr: addr}
-		context.AfterFunc(req.Context(), func() { r.releasePending(st) })
-		c.Request = req.WithContext(context.WithValue(req.Context(), wsStateKey{}, st))
+		conn, brw, err := http.NewResponseController(c.Writer).Hijack()
+		if err != nil {
+			r.releasePending(st)
+			apierr.Write(c.Writer, req, apierr.Wrap(err))
+			c.Abort()
+			return
+		}
+		c.Abort()
+		ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(req.Context()), wsStateKey{}, st))
+		context.AfterFunc(ctx, func() { r.releasePending(st) })
+		w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
+		detached := req.WithContext(ctx)
+		go func() {
+			defer cancel()
+			h.ServeHTTP(w, detached)
+			if !w.taken {
+				_ = conn.Close() // else the WebSocket's close handshake closes it
+			}
+		}()
 	}
+}
+
+// smallBuffers returns the buffers of a hijacked connection: wsBufferSize each, unless the
+// client already sent more than the request (then net/http's reader, which holds it).
+func smallBuffers(conn net.Conn, brw *bufio.ReadWriter) *bufio.ReadWriter {
+	if brw.Reader.Buffered() > 0 {
+		return bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(conn, wsBufferSize))
+	}
+	return bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize))
+}
+
+// detachedWriter is the http.ResponseWriter of a hijacked upgrade: it writes the answer's
+// head itself (101, or an error before the upgrade) and hands the connection on.
+type detachedWriter struct {
+	conn   net.Conn
+	brw    *bufio.ReadWriter
+	header http.Header
+	wrote  bool
+	taken  bool // the WebSocket took the connection over
+}
+
+func (w *detachedWriter) Header() http.Header { return w.header }
+
+func (w *detachedWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if code != http.StatusSwitchingProtocols {
+		w.header.Set("Connection", "close")
+	}
+	_ = w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(w.conn, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	_ = w.header.Write(w.conn)
+	_, _ = io.WriteString(w.conn, "\r\n")
+	_ = w.conn.SetWriteDeadline(time.Time{})
+}
+
+func (w *detachedWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.conn.Write(b)
+}
+
+// Hijack hands the connection to coder/websocket.
+func (w *detachedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.taken = true
+	return w.conn, w.brw, nil
 }
 
 // releasePending gives back the pending slot of st, once.
@@ -117,7 +185,21 @@ func (r *Registry) Websocket(authenticate func(ctx context.Context, authorizatio
 		InitTimeout:      InitTimeout,
 		PayloadReadLimit: &limit,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
-			return r.initWS(ctx, payload, authenticate)
+			// On a goroutine of its own, which ends: the key's lookup and check (database
+			// statements, deep stacks) would leave the connection's reading goroutine a
+			// stack of 32 KiB for as long as it lives.
+			var (
+				out  context.Context
+				ack  *transport.InitPayload
+				err  error
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				out, ack, err = r.initWS(ctx, payload, authenticate)
+			}()
+			<-done
+			return out, ack, err
 		},
 	}
 }
@@ -196,19 +278,19 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 	if st == nil {
 		return nil, errNoUpgrade
 	}
-	rc := http.NewResponseController(w)
-	_ = rc.SetReadDeadline(time.Time{}) // the server's ReadTimeout and WriteTimeout are for requests
-	_ = rc.SetWriteDeadline(time.Time{})
-	hw := &hijackWriter{ResponseWriter: w}
+	dw, ok := w.(*detachedWriter)
+	if !ok {
+		return nil, errNoUpgrade
+	}
 	impl := transport.CoderWebsocketImplementation{AcceptOptions: coderws.AcceptOptions{
 		InsecureSkipVerify: true, // Upgrade checked the Origin against the CORS allow-list
 		CompressionMode:    coderws.CompressionDisabled,
 	}}
-	conn, err := impl.Accept(hw, r, opts)
+	conn, err := impl.Accept(dw, r, opts)
 	if err != nil {
 		return nil, err
 	}
-	ws := &wsConn{WebsocketConn: conn, net: hw.conn, reg: i.reg}
+	ws := &wsConn{WebsocketConn: conn, net: dw.conn, reg: i.reg}
 	ws.lastRead.Store(time.Now().UnixNano())
 	st.ws = ws
 	i.reg.mu.Lock()
@@ -221,36 +303,6 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 	})
 	return ws, nil
 }
-
-// hijackWriter hands coder/websocket the hijacked connection with small buffers, and keeps it
-// for the write deadlines.
-type hijackWriter struct {
-	http.ResponseWriter
-	conn net.Conn
-}
-
-func (h *hijackWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	conn, brw, err := http.NewResponseController(h.ResponseWriter).Hijack()
-	if err != nil {
-		return nil, nil, err
-	}
-	h.conn = conn
-	if brw.Reader.Buffered() > 0 { // the client already sent more: keep the buffer that holds it
-		return conn, brw, nil
-	}
-	return conn, bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize)), nil
-}
-
-// WriteHeaderNow sends the 101 answer on a writer that defers it (Gin's), as coder/websocket
-// asks of such writers before it hijacks.
-func (h *hijackWriter) WriteHeaderNow() {
-	if w, ok := h.ResponseWriter.(interface{ WriteHeaderNow() }); ok {
-		w.WriteHeaderNow()
-	}
-}
-
-// Unwrap lets http.ResponseController reach the writer.
-func (h *hijackWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // wsConn is gqlgen's coder/websocket connection with deadlines and chosen close codes.
 type wsConn struct {
