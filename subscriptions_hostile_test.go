@@ -223,3 +223,57 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 		t.Fatalf("SSE: %q; want complete", e)
 	}
 }
+
+// TestSlowSubscriber: a burst of pets reaches a subscriber that reads, complete and in order;
+// one that stops reading is cut off (its memory bounded), counted on /metrics.
+func TestSlowSubscriber(t *testing.T) {
+	db := dbtest.New(t, "sqlite")
+	s := newLiveServer(t, db, nil, config.Default(), "business")
+	w := s.connect(t, s.key)
+	w.subscribe("1", "")
+	stalled, err := rawSubscribe(strings.TrimPrefix(s.url, "http://"), s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalled.Close()
+	time.Sleep(200 * time.Millisecond)
+	const burst = 40000 // some 10 MB of events: more than the socket buffers hold
+	if err := db.DB.Exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < ?)
+		INSERT INTO pets (name, category_id, status) SELECT hex(randomblob(100)), 1, 'available' FROM n`, burst).Error; err != nil {
+		t.Fatal(err)
+	}
+	last := s.createPet(t, s.key, "wake", "") // commits after the burst and wakes the Hub
+	var prev int64
+	for {
+		ev := w.next("1")
+		var id int64
+		fmt.Sscan(ev.Pet.ID, &id)
+		if id != prev+1 {
+			t.Fatalf("the reader got %d after %d; want every pet in order", id, prev)
+		}
+		if prev = id; id == last {
+			break
+		}
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(metricsText(t, s.url), `petstore_subscribers_cut_off_total{reason="slow"} 1`) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stalled subscriber was not cut off:\n%s", metricsText(t, s.url))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if n := activeSubscriptions(t, s.url); n != 1 {
+		t.Fatalf("%d subscriptions active; want the reader's only", n)
+	}
+}
+
+// metricsText returns the /metrics page.
+func metricsText(t *testing.T, base string) string {
+	resp, err := http.Get(base + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}

@@ -23,8 +23,9 @@
 // # Bounds
 //
 // Each subscription has a buffer of Buffer events. A subscriber whose buffer is full when an
-// event comes is cut off (Conn.Cut) rather than kept growing; it resumes with the cursor of
-// the last event it got.
+// event comes falls back to paging through the database, as a resume does; one that takes no
+// event for SlowAfter is cut off (Conn.Cut, the close saying why) rather than kept growing,
+// and resumes with the cursor of the last event it got.
 package live
 
 import (
@@ -72,6 +73,9 @@ type HubOptions struct {
 	// PollEvery is how often a Hub with subscribers reads the database without being woken
 	// (default DefaultPollEvery): what bounds the delay of a pet whose wake-up was lost.
 	PollEvery time.Duration
+	// SlowAfter is how long a subscriber may leave its full buffer unread before it is cut off
+	// (default 10 s).
+	SlowAfter time.Duration
 	// Metrics counts subscriptions and events; nil: counted but not exported.
 	Metrics *Metrics
 }
@@ -105,6 +109,9 @@ func NewHub(opts HubOptions) *Hub {
 	}
 	if opts.PollEvery <= 0 {
 		opts.PollEvery = DefaultPollEvery
+	}
+	if opts.SlowAfter <= 0 {
+		opts.SlowAfter = 10 * time.Second
 	}
 	m := opts.Metrics
 	if m == nil {
@@ -293,7 +300,8 @@ func (h *Hub) join(ctx context.Context, s *sub) error {
 // channel is closed. It returns an unavailable error while the database cannot tell where to
 // start.
 func (h *Hub) Subscribe(ctx context.Context, c *Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	s := &sub{hub: h, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume, sent: afterID}
+	s := &sub{hub: h, ctx: ctx, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume,
+		sent: afterID, queued: afterID}
 	if err := h.join(ctx, s); err != nil {
 		return nil, err
 	}
@@ -329,6 +337,7 @@ func (h *Hub) Active() int {
 // sub is one subscription.
 type sub struct {
 	hub    *Hub
+	ctx    context.Context // the subscriber's
 	conn   *Conn
 	status *models.PetStatus
 	ch     chan *Event
@@ -336,6 +345,8 @@ type sub struct {
 	// then the Hub sends to ch. Both under hub.mu.
 	catching bool
 	pending  []*Event
+	overflow bool  // pending was full: page through the database again before the switch
+	queued   int64 // the highest id put in ch
 	cut      bool
 	// sent is the highest id sent from the database: the Hub, whose mark may lag behind the
 	// pages read, skips the pets up to it.
@@ -345,7 +356,11 @@ type sub struct {
 // ReasonSlow is the close reason of a subscriber that does not keep up.
 const ReasonSlow = "subscriber too slow: its buffer of events is full; reconnect and resume with after"
 
-// offer gives ev to s; hub.mu is held.
+// offer gives ev to s; hub.mu is held. A subscriber whose buffer is full falls back to the
+// database: its resume goroutine pages from the last event it was given, as many times as it
+// takes to catch up, and cuts it off when it does not take an event for
+// RegistryOptions.WriteTimeout. A burst of pets thus costs a subscriber that keeps reading
+// nothing, and one that stops reading holds at most its buffer and a page.
 func (s *sub) offer(ev *Event) {
 	if ev.Pet.ID <= s.sent || s.status != nil && (ev.Pet.Status == nil || *ev.Pet.Status != *s.status) {
 		return
@@ -353,16 +368,18 @@ func (s *sub) offer(ev *Event) {
 	if s.catching {
 		if len(s.pending) < cap(s.ch) {
 			s.pending = append(s.pending, ev)
-			return
+		} else {
+			s.overflow = true
 		}
-		s.cutOff(ReasonSlow, CloseSlow)
 		return
 	}
 	select {
 	case s.ch <- ev:
+		s.queued = ev.Pet.ID
 		s.hub.metrics.delivered.Inc()
 	default:
-		s.cutOff(ReasonSlow, CloseSlow)
+		s.catching, s.overflow = true, true
+		go s.resume(s.ctx, s.queued)
 	}
 }
 
@@ -400,16 +417,14 @@ func (s *sub) resume(ctx context.Context, afterID int64) {
 		}
 		for i := range pets {
 			ev := &Event{Cursor: models.EncodeCursor(pets[i].ID), Pet: &pets[i]}
-			select {
-			case s.ch <- ev:
-				h.metrics.delivered.Inc()
-			case <-ctx.Done():
+			if !s.send(ctx, ev) {
 				return
 			}
 			last = pets[i].ID
 		}
 		h.mu.Lock()
-		if more && !s.cut {
+		if (more || s.overflow) && !s.cut {
+			s.overflow, s.pending = false, nil
 			h.mu.Unlock()
 			continue
 		}
@@ -418,7 +433,7 @@ func (s *sub) resume(ctx context.Context, afterID int64) {
 			h.mu.Unlock()
 			return
 		}
-		s.catching, s.sent = false, last
+		s.catching, s.sent, s.queued = false, last, last
 		pending := s.pending
 		s.pending = nil
 		for _, ev := range pending {
@@ -428,6 +443,34 @@ func (s *sub) resume(ctx context.Context, afterID int64) {
 		}
 		h.mu.Unlock()
 		return
+	}
+}
+
+// send puts ev in s.ch for the resume goroutine; it cuts s off when the subscriber takes
+// nothing for the write timeout, and reports whether to go on.
+func (s *sub) send(ctx context.Context, ev *Event) bool {
+	select {
+	case s.ch <- ev:
+		s.hub.metrics.delivered.Inc()
+		return true
+	default:
+	}
+	t := time.NewTimer(s.hub.opts.SlowAfter)
+	defer t.Stop()
+	select {
+	case s.ch <- ev:
+		s.hub.metrics.delivered.Inc()
+		return true
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		s.hub.mu.Lock()
+		if !s.cut {
+			s.cutOff(ReasonSlow, CloseSlow)
+		}
+		close(s.ch)
+		s.hub.mu.Unlock()
+		return false
 	}
 }
 
