@@ -277,3 +277,46 @@ func metricsText(t *testing.T, base string) string {
 	b, _ := io.ReadAll(resp.Body)
 	return string(b)
 }
+
+// TestSuspendedKeyLosesSubscriptions: a key suspended for sending on after being rate limited
+// loses its WebSockets with 4403 within a few seconds.
+func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
+	db := dbtest.New(t, "sqlite")
+	s := newLiveServer(t, db, nil, config.Default(), "business")
+	key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 1, PerDay: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := s.connect(t, key) // the upgrade is charged to the address: the key's one request is the subscription
+	w.subscribe("1", "")
+	time.Sleep(200 * time.Millisecond)
+	for range 25 { // rate limited, then suspended (20 rejections)
+		req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/pets", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	if code, reason := w.closeStatus(10 * time.Second); code != live.CloseForbidden || !strings.Contains(reason, "suspended") {
+		t.Fatalf("close %d %q; want %d saying suspended", code, reason, live.CloseForbidden)
+	}
+}
+
+// TestServerPings: the server pings an idle socket (graphql-transport-ws ping), so that dead
+// peers are found.
+func TestServerPings(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a ping")
+	}
+	db := dbtest.New(t, "sqlite")
+	s := newLiveServer(t, db, nil, config.Default(), "business")
+	w := s.connect(t, s.key)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, b, err := w.c.Read(ctx)
+	if err != nil || !strings.Contains(string(b), `"ping"`) {
+		t.Fatalf("got %s %v; want a ping within 30 s", b, err)
+	}
+}
