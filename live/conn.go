@@ -142,7 +142,7 @@ func WithConn(ctx context.Context, c *Conn) context.Context {
 // ConnFrom returns the connection of ctx, or nil.
 func ConnFrom(ctx context.Context) *Conn { c, _ := ctx.Value(connKey{}).(*Conn); return c }
 
-// errTooManyConns refuses a connection over the key's cap.
+// tooMany returns the refusal of a connection or subscription over the cap of plan (n).
 func tooMany(what string, n int, plan string) *apierr.Error {
 	return apierr.New(apierr.RateLimited,
 		"this API key already holds %d %s, the most its %s plan allows at once; close one first", n, what, plan)

@@ -51,13 +51,19 @@ type wsStateKey struct{}
 // may come in connection_init. It refuses an Origin that is neither the request's own host
 // nor allowed by origins (the CORS allow-list; "*" allows any) with 400, and a client address
 // holding Caps.PendingPerAddr connections not yet authenticated with 429; clientAddr names
-// the address. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
+// the address; a request that is not a WebSocket handshake gets 400. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
 // transport accepts it) on a goroutine of its own and returns: net/http's goroutine, its
 // buffers and the middleware's frames are freed, and the socket costs what the transport
 // keeps.
 func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := c.Request
+		if req.Header.Get("Sec-WebSocket-Key") == "" || req.Header.Get("Sec-WebSocket-Version") != "13" ||
+			!strings.Contains(strings.ToLower(req.Header.Get("Connection")), "upgrade") {
+			apierr.Write(c.Writer, req, apierr.Invalid("a WebSocket upgrade needs Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13"))
+			c.Abort()
+			return
+		}
 		if !originAllowed(req, origins) {
 			apierr.Write(c.Writer, req, apierr.Invalid("the Origin %q may not open a WebSocket here (not in the allowed origins)", req.Header.Get("Origin")))
 			c.Abort()
