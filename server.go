@@ -214,6 +214,9 @@ func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan e
 		return err
 	case <-time.After(cfg.DrainDelay):
 	}
+	if drain.closeStreams != nil {
+		drain.closeStreams() // subscribers get 1001 (or the end of their stream) and resume elsewhere
+	}
 	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
@@ -224,7 +227,10 @@ func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan e
 }
 
 // drainer is the state of a shutdown: off until serve is told to stop.
-type drainer struct{ on atomic.Bool }
+type drainer struct {
+	on           atomic.Bool
+	closeStreams func() // closes every subscriber connection once the drain delay is over; nil for none
+}
 
 // Draining reports whether shutdown has begun (rest.Deps.Draining).
 func (d *drainer) Draining() bool { return d.on.Load() }
@@ -411,6 +417,7 @@ func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 		deps.RequestLog, deps.Trace = rl.Middleware, tr.Middleware()
 	}
 	deps.Draining = drain.Draining
+	drain.closeStreams = deps.Shutdown
 	return &service{handler: drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), records: records}, nil
 }
 
@@ -455,9 +462,14 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	resolver.Replicas = db.Replicas
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
+	subs, err := newLive(db, rdb, cfg.RateLimit.RedisKeyPrefix, resolver, authn, limiter, metrics, &gqlOpts)
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	gql := graph.NewHandler(resolver, gqlOpts)
 	return rest.Deps{
 		Resolver:   resolver,
-		GraphQL:    graph.NewHandler(resolver, gqlOpts),
+		GraphQL:    gql,
 		OpenAPI:    doc,
 		Playground: playground.Handler("/v1/graphql"),
 		Reference:  reference.Handler("/v1/openapi.json"),
@@ -470,6 +482,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ping,
+		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr, gql),
+		Stream:     subs.Stream(),
+		Shutdown:   subs.Shutdown,
 	}, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"petstore/live"
 	"petstore/models"
 	"strconv"
 	"sync/atomic"
@@ -31,6 +32,7 @@ type Config = graphql.Config[ResolverRoot, DirectiveRoot, ComplexityRoot]
 type ResolverRoot interface {
 	Mutation() MutationResolver
 	Query() QueryResolver
+	Subscription() SubscriptionResolver
 }
 
 type DirectiveRoot struct {
@@ -53,6 +55,11 @@ type ComplexityRoot struct {
 		Status     func(childComplexity int) int
 	}
 
+	PetAdded struct {
+		Cursor func(childComplexity int) int
+		Pet    func(childComplexity int) int
+	}
+
 	PetConnection struct {
 		Edges    func(childComplexity int) int
 		PageInfo func(childComplexity int) int
@@ -68,6 +75,10 @@ type ComplexityRoot struct {
 		Pets           func(childComplexity int, limit *int, status *models.PetStatus) int
 		PetsConnection func(childComplexity int, first *int, after *string, status *models.PetStatus) int
 	}
+
+	Subscription struct {
+		PetAdded func(childComplexity int, status *models.PetStatus, after *string) int
+	}
 }
 
 // endregion ***************************** api!.gotpl *****************************
@@ -81,6 +92,9 @@ type QueryResolver interface {
 	Pets(ctx context.Context, limit *int, status *models.PetStatus) ([]*models.Pet, error)
 	PetsConnection(ctx context.Context, first *int, after *string, status *models.PetStatus) (*PetConnection, error)
 	Pet(ctx context.Context, id int64) (*models.Pet, error)
+}
+type SubscriptionResolver interface {
+	PetAdded(ctx context.Context, status *models.PetStatus, after *string) (<-chan *live.Event, error)
 }
 
 // endregion ************************** generated!.gotpl **************************
@@ -151,6 +165,19 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Pet.Status(childComplexity), true
 
+	case "PetAdded.cursor":
+		if e.ComplexityRoot.PetAdded.Cursor == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PetAdded.Cursor(childComplexity), true
+	case "PetAdded.pet":
+		if e.ComplexityRoot.PetAdded.Pet == nil {
+			break
+		}
+
+		return e.ComplexityRoot.PetAdded.Pet(childComplexity), true
+
 	case "PetConnection.edges":
 		if e.ComplexityRoot.PetConnection.Edges == nil {
 			break
@@ -211,6 +238,18 @@ func (e *executableSchema) Complexity(ctx context.Context, typeName, field strin
 
 		return e.ComplexityRoot.Query.PetsConnection(childComplexity, args["first"].(*int), args["after"].(*string), args["status"].(*models.PetStatus)), true
 
+	case "Subscription.petAdded":
+		if e.ComplexityRoot.Subscription.PetAdded == nil {
+			break
+		}
+
+		args, err := ec.field_Subscription_petAdded_args(ctx, rawArgs)
+		if err != nil {
+			return 0, false
+		}
+
+		return e.ComplexityRoot.Subscription.PetAdded(childComplexity, args["status"].(*models.PetStatus), args["after"].(*string)), true
+
 	}
 	return 0, false
 }
@@ -263,6 +302,23 @@ func (e *executableSchema) Exec(ctx context.Context) graphql.ResponseHandler {
 			ctx = graphql.WithUnmarshalerMap(ctx, inputUnmarshalMap)
 			data := ec._Mutation(ctx, opCtx.Operation.SelectionSet)
 			var buf bytes.Buffer
+			data.MarshalGQL(&buf)
+
+			return &graphql.Response{
+				Data: buf.Bytes(),
+			}
+		}
+	case ast.Subscription:
+		next := ec._Subscription(ctx, opCtx.Operation.SelectionSet)
+
+		var buf bytes.Buffer
+		return func(ctx context.Context) *graphql.Response {
+			buf.Reset()
+			data := next(ctx)
+
+			if data == nil {
+				return nil
+			}
 			data.MarshalGQL(&buf)
 
 			return &graphql.Response{
@@ -336,6 +392,16 @@ func (ec *executionContext) childFields_Pet(ctx context.Context, field graphql.C
 		return ec.fieldContext_Pet_status(ctx, field)
 	}
 	return nil, fmt.Errorf("no field named %q was found under type Pet", field.Name)
+}
+
+func (ec *executionContext) childFields_PetAdded(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+	switch field.Name {
+	case "cursor":
+		return ec.fieldContext_PetAdded_cursor(ctx, field)
+	case "pet":
+		return ec.fieldContext_PetAdded_pet(ctx, field)
+	}
+	return nil, fmt.Errorf("no field named %q was found under type PetAdded", field.Name)
 }
 
 func (ec *executionContext) childFields_PetConnection(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
@@ -565,6 +631,28 @@ func (ec *executionContext) field_Query_pets_args(ctx context.Context, rawArgs m
 		return nil, err
 	}
 	args["status"] = arg1
+	return args, nil
+}
+
+func (ec *executionContext) field_Subscription_petAdded_args(ctx context.Context, rawArgs map[string]any) (map[string]any, error) {
+	var err error
+	args := map[string]any{}
+	arg0, err := graphql.ProcessArgField(ctx, rawArgs, "status",
+		func(ctx context.Context, v any) (*models.PetStatus, error) {
+			return ec.unmarshalOPetStatus2ᚖpetstoreᚋmodelsᚐPetStatus(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["status"] = arg0
+	arg1, err := graphql.ProcessArgField(ctx, rawArgs, "after",
+		func(ctx context.Context, v any) (*string, error) {
+			return ec.unmarshalOString2ᚖstring(ctx, v)
+		})
+	if err != nil {
+		return nil, err
+	}
+	args["after"] = arg1
 	return args, nil
 }
 
@@ -808,6 +896,61 @@ func (ec *executionContext) _Pet_status(ctx context.Context, field graphql.Colle
 }
 func (ec *executionContext) fieldContext_Pet_status(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
 	return graphql.NewScalarFieldContext("Pet", field, false, false, errors.New("field of type PetStatus does not have child fields"))
+}
+
+func (ec *executionContext) _PetAdded_cursor(ctx context.Context, field graphql.CollectedField, obj *live.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PetAdded_cursor(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Cursor, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v string) graphql.Marshaler {
+			return ec.marshalNString2string(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PetAdded_cursor(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	return graphql.NewScalarFieldContext("PetAdded", field, false, false, errors.New("field of type String does not have child fields"))
+}
+
+func (ec *executionContext) _PetAdded_pet(ctx context.Context, field graphql.CollectedField, obj *live.Event) (ret graphql.Marshaler) {
+	return graphql.ResolveField(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_PetAdded_pet(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			return obj.Pet, nil
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *models.Pet) graphql.Marshaler {
+			return ec.marshalNPet2ᚖpetstoreᚋmodelsᚐPet(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_PetAdded_pet(_ context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "PetAdded",
+		Field:      field,
+		IsMethod:   false,
+		IsResolver: false,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_Pet(ctx, field)
+		},
+	}
+	return fc, nil
 }
 
 func (ec *executionContext) _PetConnection_edges(ctx context.Context, field graphql.CollectedField, obj *PetConnection) (ret graphql.Marshaler) {
@@ -1133,6 +1276,50 @@ func (ec *executionContext) fieldContext_Query___schema(_ context.Context, field
 		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
 			return ec.childFields___Schema(ctx, field)
 		},
+	}
+	return fc, nil
+}
+
+func (ec *executionContext) _Subscription_petAdded(ctx context.Context, field graphql.CollectedField) (ret func(ctx context.Context) graphql.Marshaler) {
+	return graphql.ResolveFieldStream(
+		ctx,
+		ec.OperationContext,
+		field,
+		func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.fieldContext_Subscription_petAdded(ctx, field)
+		},
+		func(ctx context.Context) (any, error) {
+			fc := graphql.GetFieldContext(ctx)
+			return ec.Resolvers.Subscription().PetAdded(ctx, fc.Args["status"].(*models.PetStatus), fc.Args["after"].(*string))
+		},
+		nil,
+		func(ctx context.Context, selections ast.SelectionSet, v *live.Event) graphql.Marshaler {
+			return ec.marshalNPetAdded2ᚖpetstoreᚋliveᚐEvent(ctx, selections, v)
+		},
+		true,
+		true,
+	)
+}
+func (ec *executionContext) fieldContext_Subscription_petAdded(ctx context.Context, field graphql.CollectedField) (fc *graphql.FieldContext, err error) {
+	fc = &graphql.FieldContext{
+		Object:     "Subscription",
+		Field:      field,
+		IsMethod:   true,
+		IsResolver: true,
+		Child: func(ctx context.Context, field graphql.CollectedField) (*graphql.FieldContext, error) {
+			return ec.childFields_PetAdded(ctx, field)
+		},
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = ec.Recover(ctx, r)
+			ec.Error(ctx, err)
+		}
+	}()
+	ctx = graphql.WithFieldContext(ctx, fc)
+	if fc.Args, err = ec.field_Subscription_petAdded_args(ctx, field.ArgumentMap(ec.Variables)); err != nil {
+		ec.Error(ctx, err)
+		return fc, err
 	}
 	return fc, nil
 }
@@ -2392,6 +2579,49 @@ func (ec *executionContext) _Pet(ctx context.Context, sel ast.SelectionSet, obj 
 	return out
 }
 
+var petAddedImplementors = []string{"PetAdded"}
+
+func (ec *executionContext) _PetAdded(ctx context.Context, sel ast.SelectionSet, obj *live.Event) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, petAddedImplementors)
+
+	out := graphql.NewFieldSet(fields)
+	deferredFieldSet := graphql.NewFieldSet(nil)
+	deferLabelToView := make(map[string]*graphql.FieldSetView)
+	for i, field := range fields {
+		switch field.Name {
+		case "__typename":
+			out.Values[i] = graphql.MarshalString("PetAdded")
+		case "cursor":
+			out.Values[i] = ec._PetAdded_cursor(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		case "pet":
+			out.Values[i] = ec._PetAdded_pet(ctx, field, obj)
+			if out.Values[i] == graphql.Null {
+				out.Invalids++
+			}
+		default:
+			panic("unknown field " + strconv.Quote(field.Name))
+		}
+	}
+	out.Dispatch(ctx)
+	if out.Invalids > 0 {
+		return graphql.Null
+	}
+
+	atomic.AddInt32(&ec.Deferred, int32(min(len(deferLabelToView), math.MaxInt32)))
+
+	ec.ProcessDeferredGroup(graphql.DeferredGroup{
+		Defers:   deferLabelToView,
+		Path:     graphql.GetPath(ctx),
+		FieldSet: deferredFieldSet,
+		Context:  ctx,
+	})
+
+	return out
+}
+
 var petConnectionImplementors = []string{"PetConnection"}
 
 func (ec *executionContext) _PetConnection(ctx context.Context, sel ast.SelectionSet, obj *PetConnection) graphql.Marshaler {
@@ -2597,6 +2827,26 @@ func (ec *executionContext) _Query(ctx context.Context, sel ast.SelectionSet) gr
 	})
 
 	return out
+}
+
+var subscriptionImplementors = []string{"Subscription"}
+
+func (ec *executionContext) _Subscription(ctx context.Context, sel ast.SelectionSet) func(ctx context.Context) graphql.Marshaler {
+	fields := graphql.CollectFields(ec.OperationContext, sel, subscriptionImplementors)
+	ctx = graphql.WithFieldContext(ctx, &graphql.FieldContext{
+		Object: "Subscription",
+	})
+	if len(fields) != 1 {
+		graphql.AddErrorf(ctx, "must subscribe to exactly one stream")
+		return nil
+	}
+
+	switch fields[0].Name {
+	case "petAdded":
+		return ec._Subscription_petAdded(ctx, fields[0])
+	default:
+		panic("unknown field " + strconv.Quote(fields[0].Name))
+	}
 }
 
 var __DirectiveImplementors = []string{"__Directive"}
@@ -3062,6 +3312,16 @@ func (ec *executionContext) marshalNPet2ᚖpetstoreᚋmodelsᚐPet(ctx context.C
 		return graphql.Null
 	}
 	return ec._Pet(ctx, sel, v)
+}
+
+func (ec *executionContext) marshalNPetAdded2ᚖpetstoreᚋliveᚐEvent(ctx context.Context, sel ast.SelectionSet, v *live.Event) graphql.Marshaler {
+	if v == nil {
+		if !graphql.HasFieldError(ctx, graphql.GetFieldContext(ctx)) {
+			graphql.AddErrorf(ctx, "the requested element is null which the schema does not allow")
+		}
+		return graphql.Null
+	}
+	return ec._PetAdded(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPetConnection2ᚖpetstoreᚋgraphᚐPetConnection(ctx context.Context, sel ast.SelectionSet, v *PetConnection) graphql.Marshaler {

@@ -1,12 +1,14 @@
 package graph
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -40,6 +42,18 @@ type Options struct {
 	// Only queries that parse, validate and pass every limit are stored; queries over
 	// MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
+	// Websocket, when not nil, serves GraphQL over WebSocket upgrades (graphql-transport-ws:
+	// subscriptions, queries and mutations; live.Registry.Websocket).
+	Websocket *transport.Websocket
+	// SSE serves GraphQL over Server-Sent Events: a POST with Accept: text/event-stream.
+	SSE bool
+	// PingEvery is how often an SSE stream gets a comment line, so that proxies and clients
+	// see it alive (default 20 s).
+	PingEvery time.Duration
+	// Gate, when not nil, is asked before each operation runs and refuses it with its error
+	// (an *apierr.Error): live.Registry.Gate charges the operations sent on a WebSocket. The
+	// refusal is the protocol's error message, before any event.
+	Gate func(ctx context.Context) error
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
 	QueryCacheSize int
@@ -108,6 +122,12 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
+	if opts.Websocket != nil {
+		srv.AddTransport(*opts.Websocket) // first: an upgrade is a GET
+	}
+	if opts.SSE {
+		srv.AddTransport(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)}) // before POST
+	}
 	srv.AddTransport(newSpecTransport(http.MethodGet))
 	srv.AddTransport(newSpecTransport(http.MethodPost))
 	srv.AddTransport(unsupportedRequest{})
@@ -147,7 +167,44 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 	if opts.ComplexityLimit > 0 {
 		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
 	}
+	if opts.Gate != nil {
+		exts = append(exts, operationGate(opts.Gate))
+	}
 	return append(exts, apq) // last: it stores the queries that passed every check before it
+}
+
+// operationGate refuses an operation that its function refuses (Options.Gate), after every
+// other check: a refused operation is charged nothing.
+type operationGate func(ctx context.Context) error
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = operationGate(nil)
+
+func (operationGate) ExtensionName() string                   { return "OperationGate" }
+func (operationGate) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationContext asks the gate. Its refusal's code is a protocol error's
+// (gateCodes), so that a WebSocket answers it with an error message rather than an event.
+func (g operationGate) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
+	err := g(ctx)
+	if err == nil {
+		return nil
+	}
+	e := apierr.From(err)
+	gqlErr := &gqlerror.Error{Message: e.Message, Err: e}
+	setCode(gqlErr, e.Code)
+	return gqlErr
+}
+
+// gateCodes are the codes of a gate's refusals, protocol errors to gqlgen.
+var gateCodes = []apierr.Code{apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
+
+func init() {
+	for _, c := range gateCodes {
+		errcode.RegisterErrorType(strings.ToUpper(string(c)), errcode.KindProtocol)
+	}
 }
 
 // keptCodes are the codes of gqlgen's own errors that clients depend on: the presenter leaves

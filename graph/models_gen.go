@@ -33,3 +33,7 @@ type PetEdge struct {
 // An operation may select at most 10 of these fields (__typename, __schema and __type aside): each runs one SQL statement, and the request is charged once.
 type Query struct {
 }
+
+// Live updates, over WebSocket (the graphql-transport-ws protocol, by upgrade of /v1/graphql) or Server-Sent Events (POST /v1/graphql with Accept: text/event-stream). Each subscription holds one of its key's subscription slots (free 2, pro 20, business 200) while it lasts, and opening one is charged as one request.
+type Subscription struct {
+}

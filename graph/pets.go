@@ -54,6 +54,7 @@ func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet
 	if err != nil {
 		return nil, store.WriteError(err)
 	}
+	r.published(ctx, pet.ID)
 	return &pet, nil
 }
 

@@ -18,6 +18,12 @@ type Resolver struct {
 	// Replicas serve getPet and listings when one is fresh enough (see get and list); nil:
 	// every read goes to DB. Set it before the first request.
 	Replicas *store.Replicas
+	// Live serves the petAdded subscription (live.Registry); nil: it answers UNAVAILABLE. Set
+	// it before the first request.
+	Live Subscriber
+	// Published is told the id of each pet added once its transaction committed
+	// (live.Hub.Publish); nil: nobody is.
+	Published func(id int64)
 	// queryTimeout bounds each statement: a database that does not answer in time makes the
 	// request fail with UNAVAILABLE (503) instead of hanging.
 	queryTimeout time.Duration

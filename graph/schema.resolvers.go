@@ -7,6 +7,7 @@ package graph
 
 import (
 	"context"
+	"petstore/live"
 	"petstore/models"
 )
 
@@ -33,11 +34,20 @@ func (r *queryResolver) Pet(ctx context.Context, id int64) (*models.Pet, error) 
 	return r.get(ctx, id)
 }
 
+// PetAdded streams the pets added from now on, after those added since the cursor after.
+// It returns INVALID_REQUEST for a cursor this service did not issue.
+func (r *subscriptionResolver) PetAdded(ctx context.Context, status *models.PetStatus, after *string) (<-chan *live.Event, error) {
+	return r.petAdded(ctx, status, after)
+}
+
 func (r *Resolver) Mutation() MutationResolver { return &mutationResolver{r} }
 
 func (r *Resolver) Query() QueryResolver { return &queryResolver{r} }
 
+func (r *Resolver) Subscription() SubscriptionResolver { return &subscriptionResolver{r} }
+
 type (
-	mutationResolver struct{ *Resolver }
-	queryResolver    struct{ *Resolver }
+	mutationResolver     struct{ *Resolver }
+	queryResolver        struct{ *Resolver }
+	subscriptionResolver struct{ *Resolver }
 )

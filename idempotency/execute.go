@@ -30,9 +30,13 @@ func (s *Records) execute(c *gin.Context, cl *claim) {
 	// and database/sql rolls back a transaction whose context has ended.
 	txCtx, cancel := context.WithTimeout(ctx, s.cfg.Lease)
 	defer cancel()
-	var w *bufferedWriter
+	var (
+		w     *bufferedWriter
+		hooks *store.CommitHooks // what the handler defers to the commit (store.OnCommit)
+	)
 	err := store.Transact(txCtx, s.db, func(tx *gorm.DB) error {
-		w = s.runHandler(c, txCtx, tx, cl)
+		hooks = new(store.CommitHooks) // a new one for each attempt: a rolled back one's are dropped
+		w = s.runHandler(c, txCtx, tx, cl, hooks)
 		if w.status >= http.StatusInternalServerError {
 			return errHandlerFailed
 		}
@@ -41,6 +45,7 @@ func (s *Records) execute(c *gin.Context, cl *claim) {
 	c.Abort() // the handler ran here, as many times as it took
 	switch {
 	case err == nil:
+		hooks.Run()
 		w.sendTo(c.Writer)
 	case errors.Is(err, errHandlerFailed):
 		s.release(ctx, cl)
@@ -57,14 +62,14 @@ func (s *Records) execute(c *gin.Context, cl *claim) {
 // errHandlerFailed means that the handler answered 5xx: nothing is recorded.
 var errHandlerFailed = errors.New("idempotency: the handler answered 5xx")
 
-// runHandler runs the handler with tx in the request context, a fresh copy of the body and
+// runHandler runs the handler with tx and hooks in the request context, a fresh copy of the body and
 // the response buffered, and returns the buffer. A handler that panics (or exits its
 // goroutine) gets tx rolled back and cl released; the panic goes on up to the
 // router's recovery untouched.
-func (s *Records) runHandler(c *gin.Context, txCtx context.Context, tx *gorm.DB, cl *claim) *bufferedWriter {
+func (s *Records) runHandler(c *gin.Context, txCtx context.Context, tx *gorm.DB, cl *claim, hooks *store.CommitHooks) *bufferedWriter {
 	w := newBufferedWriter(c.Writer)
 	orig, req := c.Writer, c.Request
-	run := req.WithContext(store.WithTx(txCtx, tx))
+	run := req.WithContext(store.WithCommitHooks(store.WithTx(txCtx, tx), hooks))
 	run.Body = io.NopCloser(bytes.NewReader(cl.body))
 	c.Writer, c.Request = w, run
 	returned := false

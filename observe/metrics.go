@@ -180,3 +180,6 @@ type promLog struct{}
 
 // Println logs v as one error line.
 func (promLog) Println(v ...any) { slog.Error("metrics: " + fmt.Sprint(v...)) }
+
+// Register adds the series of another package (live.Metrics) to /metrics.
+func (m *Metrics) Register(cs ...prometheus.Collector) error { return register(m.reg, cs...) }

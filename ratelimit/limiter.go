@@ -213,3 +213,41 @@ func (l *Limiter) storeAnswered(ctx context.Context) {
 		l.log.InfoContext(ctx, "rate-limit store answers again", "store_errors_total", l.storeErrors.Load())
 	}
 }
+
+// Charge charges one request of p's key outside the HTTP chain (an operation sent on a
+// WebSocket) and returns nil when it is admitted, else the error the request gets:
+// rate_limited or key_suspended, whose message says when to retry, or unavailable when the
+// store fails and the limiter fails closed.
+func (l *Limiter) Charge(ctx context.Context, p *auth.Principal) error {
+	subj := KeySubject(p.KeyID)
+	d, err := l.store.Take(ctx, subj, Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend})
+	if err != nil {
+		l.noteFailure(ctx, err)
+		if l.failOpen {
+			return nil
+		}
+		return &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
+	}
+	l.storeAnswered(ctx)
+	if l.observe != nil {
+		l.observe(d.Outcome, p.Plan.Name)
+	}
+	if d.Outcome == Allowed {
+		return nil
+	}
+	return rejection(subj, d, int64(d.RetryAfter()/time.Second))
+}
+
+// Suspended reports whether the key with id is suspended now; it charges nothing and counts
+// nothing toward a suspension.
+func (l *Limiter) Suspended(ctx context.Context, id int64) (bool, error) {
+	const unlimited = 1 << 50 // no window binds: only a suspension rejects
+	d, err := l.store.Check(ctx, KeySubject(id), Policy{PerMinute: unlimited, PerDay: unlimited, Suspension: l.suspend})
+	return err == nil && d.Outcome == Suspended, err
+}
+
+// ClientAddr returns the client address of r (clientaddr) as the limiter counts it, IPv6 by
+// its /64 (see the package documentation): "a:203.0.113.7".
+func (l *Limiter) ClientAddr(r *http.Request) string {
+	return AddrSubject(clientaddr.From(r)).String()
+}

@@ -36,6 +36,9 @@ type Deps struct {
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
+	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
+	Stream     gin.HandlerFunc             // sets up GraphQL over Server-Sent Events (live.Registry.Stream); nil for none
+	Shutdown   func()                      // closes the subscriber connections at shutdown, after the drain delay (live.Registry.Shutdown); nil for none
 }
 
 // Limiter is the rate limiter as the router places it (ratelimit.Limiter).
@@ -114,9 +117,27 @@ func NewRouter(d Deps) *gin.Engine {
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
 	api.GET("/store/orders", listOrders)
-	api.GET("/graphql", gin.WrapH(d.GraphQL))
-	api.POST("/graphql", gin.WrapH(d.GraphQL))
+	// A WebSocket upgrade is identified and charged, but its key may come in connection_init.
+	v1.GET("/graphql", slices.Concat(ident, []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
+		gin.WrapH(d.GraphQL)})...)
+	post := []gin.HandlerFunc{gin.WrapH(d.GraphQL)}
+	if d.Stream != nil {
+		post = slices.Insert(post, 0, d.Stream)
+	}
+	api.POST("/graphql", post...)
 	return r
+}
+
+// requireOrUpgrade returns auth.Require, or upgrade for a WebSocket upgrade when upgrade is
+// not nil.
+func requireOrUpgrade(upgrade gin.HandlerFunc) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		if upgrade != nil && strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
+			upgrade(c)
+			return
+		}
+		auth.Require(c)
+	}
 }
 
 // identify returns the middleware that identifies a /v1 request and charges it: the key from

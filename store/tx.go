@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"sync"
 
 	"gorm.io/gorm"
 )
@@ -38,4 +39,42 @@ func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
 func InTx(ctx context.Context) bool {
 	_, ok := ctx.Value(txKey{}).(*gorm.DB)
 	return ok
+}
+
+type hooksKey struct{}
+
+// CommitHooks collects what OnCommit defers until a transaction commits. Its owner runs them
+// after the commit (Run), or drops them when the transaction rolls back.
+type CommitHooks struct {
+	mu  sync.Mutex
+	fns []func()
+}
+
+// WithCommitHooks returns ctx carrying h, so that OnCommit with it defers to h.
+func WithCommitHooks(ctx context.Context, h *CommitHooks) context.Context {
+	return context.WithValue(ctx, hooksKey{}, h)
+}
+
+// OnCommit runs fn once the transaction of ctx has committed: it defers fn to the
+// CommitHooks ctx carries (WithCommitHooks), or runs it at once when ctx carries none (a
+// statement that committed on its own).
+func OnCommit(ctx context.Context, fn func()) {
+	if h, ok := ctx.Value(hooksKey{}).(*CommitHooks); ok {
+		h.mu.Lock()
+		h.fns = append(h.fns, fn)
+		h.mu.Unlock()
+		return
+	}
+	fn()
+}
+
+// Run runs the deferred functions in order, once the transaction committed.
+func (h *CommitHooks) Run() {
+	h.mu.Lock()
+	fns := h.fns
+	h.fns = nil
+	h.mu.Unlock()
+	for _, fn := range fns {
+		fn()
+	}
 }

@@ -1,0 +1,58 @@
+package live
+
+import (
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the subscription series on /metrics.
+type Metrics struct {
+	active     prometheus.Gauge
+	delivered  prometheus.Counter
+	cutOff     *prometheus.CounterVec
+	busErrors  prometheus.Counter
+	readErrors prometheus.Counter
+
+	lastBusLog, lastReadLog atomic.Int64
+}
+
+// NewMetrics returns the series, not yet registered (Collectors).
+func NewMetrics() *Metrics {
+	return &Metrics{
+		active: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_subscriptions_active", Help: "Subscriptions open on this instance (WebSocket operations and SSE streams).",
+		}),
+		delivered: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "petstore_subscription_events_delivered_total", Help: "petAdded events handed to subscriptions.",
+		}),
+		cutOff: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_subscribers_cut_off_total",
+			Help: "Subscribers closed by the service, by reason: slow (buffer full), revoked (key revoked or suspended), shutdown, error.",
+		}, []string{"reason"}),
+		busErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "petstore_subscription_publish_errors_total", Help: "Wake-ups that could not be published to Redis.",
+		}),
+		readErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "petstore_subscription_read_errors_total", Help: "Reads of new pets for subscribers that failed.",
+		}),
+	}
+}
+
+// Collectors returns the series to register.
+func (m *Metrics) Collectors() []prometheus.Collector {
+	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors}
+}
+
+// cutLabel returns the reason label of a close code.
+func cutLabel(code int) string {
+	switch code {
+	case CloseSlow:
+		return "slow"
+	case CloseForbidden:
+		return "revoked"
+	case CloseGoingAway:
+		return "shutdown"
+	}
+	return "error"
+}

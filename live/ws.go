@@ -1,0 +1,406 @@
+package live
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	coderws "github.com/coder/websocket"
+	"github.com/gin-gonic/gin"
+
+	"petstore/apierr"
+	"petstore/auth"
+)
+
+// wsBufferSize is the size of a WebSocket's read and write buffers: the notification of one
+// pet is some 150 bytes, and larger messages are read and written in several steps. net/http's
+// buffers (4 KiB each), kept by a stock upgrade, are dropped.
+const wsBufferSize = 512
+
+// MaxMessageBytes is the largest message a WebSocket client may send (a subscribe message with
+// its query and variables); a larger one closes the connection with 1009 (message too big).
+const MaxMessageBytes = 64 << 10
+
+// InitTimeout is how long a WebSocket may stay open without connection_init: then it is
+// closed with 4408.
+const InitTimeout = 5 * time.Second
+
+// wsState is what the upgrade leaves in the request context for the WebSocket transport.
+type wsState struct {
+	reg           *Registry
+	authorization string // the upgrade's Authorization header
+	addr          string // the client address, while its pending slot is held
+	ws            *wsConn
+}
+
+type wsStateKey struct{}
+
+// Upgrade returns the handler of a WebSocket upgrade of /v1/graphql, placed after the
+// identify chain (which charges the upgrade as one request) instead of auth.Require: the key
+// may come in connection_init. It refuses an Origin that is neither the request's own host
+// nor allowed by origins (the CORS allow-list; "*" allows any) with 400, and a client address
+// holding Caps.PendingPerAddr connections not yet authenticated with 429; clientAddr names
+// the address; a request that is not a WebSocket handshake gets 400. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
+// transport accepts it) on a goroutine of its own and returns: net/http's goroutine, its
+// buffers and the middleware's frames are freed, and the socket costs what the transport
+// keeps.
+func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
+	return func(c *gin.Context) {
+		req := c.Request
+		if req.Header.Get("Sec-WebSocket-Key") == "" || req.Header.Get("Sec-WebSocket-Version") != "13" ||
+			!strings.Contains(strings.ToLower(req.Header.Get("Connection")), "upgrade") {
+			apierr.Write(c.Writer, req, apierr.Invalid("a WebSocket upgrade needs Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13"))
+			c.Abort()
+			return
+		}
+		if !originAllowed(req, origins) {
+			apierr.Write(c.Writer, req, apierr.Invalid("the Origin %q may not open a WebSocket here (not in the allowed origins)", req.Header.Get("Origin")))
+			c.Abort()
+			return
+		}
+		addr := clientAddr(req)
+		r.mu.Lock()
+		full := r.pending[addr] >= r.opts.Caps.PendingPerAddr
+		if !full {
+			r.pending[addr]++
+		}
+		r.mu.Unlock()
+		if full {
+			c.Header("Retry-After", "5")
+			apierr.Write(c.Writer, req, apierr.New(apierr.RateLimited,
+				"this client address holds %d WebSocket connections not yet initialised, the most allowed", r.opts.Caps.PendingPerAddr))
+			c.Abort()
+			return
+		}
+		st := &wsState{reg: r, authorization: req.Header.Get("Authorization"), addr: addr}
+		conn, brw, err := http.NewResponseController(c.Writer).Hijack()
+		if err != nil {
+			r.releasePending(st)
+			apierr.Write(c.Writer, req, apierr.Wrap(err))
+			c.Abort()
+			return
+		}
+		c.Abort()
+		ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(req.Context()), wsStateKey{}, st))
+		context.AfterFunc(ctx, func() { r.releasePending(st) })
+		w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
+		detached := req.WithContext(ctx)
+		go func() {
+			defer cancel()
+			h.ServeHTTP(w, detached)
+			if !w.taken {
+				_ = conn.Close() // else the WebSocket's close handshake closes it
+			}
+		}()
+	}
+}
+
+// smallBuffers returns the buffers of a hijacked connection: wsBufferSize each, unless the
+// client already sent more than the request (then net/http's reader, which holds it).
+func smallBuffers(conn net.Conn, brw *bufio.ReadWriter) *bufio.ReadWriter {
+	if brw.Reader.Buffered() > 0 {
+		return bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(conn, wsBufferSize))
+	}
+	return bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize))
+}
+
+// detachedWriter is the http.ResponseWriter of a hijacked upgrade: it writes the answer's
+// head itself (101, or an error before the upgrade) and hands the connection on.
+type detachedWriter struct {
+	conn   net.Conn
+	brw    *bufio.ReadWriter
+	header http.Header
+	wrote  bool
+	taken  bool // the WebSocket took the connection over
+}
+
+func (w *detachedWriter) Header() http.Header { return w.header }
+
+func (w *detachedWriter) WriteHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	if code != http.StatusSwitchingProtocols {
+		w.header.Set("Connection", "close")
+	}
+	_ = w.conn.SetWriteDeadline(time.Now().Add(10 * time.Second))
+	fmt.Fprintf(w.conn, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	_ = w.header.Write(w.conn)
+	_, _ = io.WriteString(w.conn, "\r\n")
+	_ = w.conn.SetWriteDeadline(time.Time{})
+}
+
+func (w *detachedWriter) Write(b []byte) (int, error) {
+	w.WriteHeader(http.StatusOK)
+	return w.conn.Write(b)
+}
+
+// Hijack hands the connection to coder/websocket.
+func (w *detachedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	w.taken = true
+	return w.conn, w.brw, nil
+}
+
+// releasePending gives back the pending slot of st, once.
+func (r *Registry) releasePending(st *wsState) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if st.addr == "" {
+		return
+	}
+	if r.pending[st.addr]--; r.pending[st.addr] <= 0 {
+		delete(r.pending, st.addr)
+	}
+	st.addr = ""
+}
+
+// originAllowed reports whether r's Origin may open a WebSocket: none (not a browser), the
+// request's own host, or one of origins.
+func originAllowed(r *http.Request, origins []string) bool {
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Host, r.Host) {
+		return true
+	}
+	return slices.Contains(origins, "*") || slices.ContainsFunc(origins, func(a string) bool { return strings.EqualFold(a, o) })
+}
+
+// Websocket returns gqlgen's WebSocket transport (graphql-transport-ws, and the older
+// graphql-ws) set up for the service: the key from the upgrade's Authorization header or
+// connection_init's payload (authenticate checks it: an error closes with 4403), the caps,
+// 4408 without connection_init within InitTimeout, messages up to MaxMessageBytes, pings
+// every RegistryOptions.PingEvery, and small buffers.
+func (r *Registry) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
+	limit := int64(MaxMessageBytes)
+	return transport.Websocket{
+		Implementation:   wsImplementation{reg: r},
+		InitTimeout:      InitTimeout,
+		PayloadReadLimit: &limit,
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			// On a goroutine of its own, which ends: the key's lookup and check (database
+			// statements, deep stacks) would leave the connection's reading goroutine a
+			// stack of 32 KiB for as long as it lives.
+			var (
+				out  context.Context
+				ack  *transport.InitPayload
+				err  error
+				done = make(chan struct{})
+			)
+			go func() {
+				defer close(done)
+				out, ack, err = r.initWS(ctx, payload, authenticate)
+			}()
+			<-done
+			return out, ack, err
+		},
+	}
+}
+
+// initWS authenticates a WebSocket at connection_init.
+func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
+	authenticate func(context.Context, string) (*auth.Principal, error)) (context.Context, *transport.InitPayload, error) {
+	st, _ := ctx.Value(wsStateKey{}).(*wsState)
+	if st == nil || st.ws == nil {
+		return refuse(ctx, CloseForbidden, apierr.Wrap(errNoUpgrade))
+	}
+	header := payload.Authorization()
+	if header == "" {
+		header = st.authorization
+	}
+	p, err := authenticate(ctx, header)
+	if err != nil {
+		return refuse(ctx, CloseForbidden, err)
+	}
+	if r.opts.Check != nil {
+		bad, err := r.opts.Check(ctx, []int64{p.KeyID})
+		if err != nil {
+			return refuse(ctx, CloseRetry, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err})
+		}
+		if reason, ok := bad[p.KeyID]; ok {
+			return refuse(ctx, CloseForbidden, apierr.New(apierr.Unauthorized, "the API key %s", reason))
+		}
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	ws := st.ws
+	c, err := r.open(p, func(code int, reason string) {
+		ws.closeWith(code, reason)
+		cancel()
+	})
+	if err != nil {
+		cancel()
+		return refuse(ctx, CloseTooMany, err)
+	}
+	c.ws = true
+	c.principal = p
+	ws.conn.Store(c)
+	r.releasePending(st)
+	context.AfterFunc(ctx, func() { r.close(c) })
+	return WithConn(ctx, c), nil, nil
+}
+
+var errNoUpgrade = apiError("live: a WebSocket without the Upgrade middleware")
+
+type apiError string
+
+func (e apiError) Error() string { return string(e) }
+
+// refuse returns what InitFunc returns to close the connection with code and err's message.
+func refuse(ctx context.Context, code int, err error) (context.Context, *transport.InitPayload, error) {
+	msg := apierr.From(err).Message
+	ctx = transport.WithWebsocketCloseCode(ctx, code)
+	ctx = transport.AppendCloseReason(ctx, closeReason(msg))
+	return ctx, nil, apiError(msg)
+}
+
+// closeReason cuts s to the 123 bytes a close frame allows.
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	return s[:120] + "..."
+}
+
+// wsImplementation accepts WebSockets with coder/websocket (gqlgen's own adapter), after the
+// Upgrade middleware: small buffers, no server deadlines carried over from the upgrade request,
+// a deadline on each write, and the close codes the service chooses.
+type wsImplementation struct{ reg *Registry }
+
+func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	st, _ := r.Context().Value(wsStateKey{}).(*wsState)
+	if st == nil {
+		return nil, errNoUpgrade
+	}
+	dw, ok := w.(*detachedWriter)
+	if !ok {
+		return nil, errNoUpgrade
+	}
+	impl := transport.CoderWebsocketImplementation{AcceptOptions: coderws.AcceptOptions{
+		InsecureSkipVerify: true, // Upgrade checked the Origin against the CORS allow-list
+		CompressionMode:    coderws.CompressionDisabled,
+	}}
+	conn, err := impl.Accept(dw, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	ws := &wsConn{WebsocketConn: conn, net: dw.conn, reg: i.reg}
+	ws.lastRead.Store(time.Now().UnixNano())
+	st.ws = ws
+	i.reg.mu.Lock()
+	i.reg.ws[ws] = struct{}{}
+	i.reg.mu.Unlock()
+	context.AfterFunc(r.Context(), func() {
+		i.reg.mu.Lock()
+		delete(i.reg.ws, ws)
+		i.reg.mu.Unlock()
+	})
+	return ws, nil
+}
+
+// wsConn is gqlgen's coder/websocket connection with deadlines and chosen close codes.
+type wsConn struct {
+	transport.WebsocketConn
+	net      net.Conn
+	reg      *Registry
+	conn     atomic.Pointer[Conn] // once authenticated
+	lastRead atomic.Int64         // Unix nanoseconds of the last message read
+
+	mu          sync.Mutex
+	code        int
+	reason      string
+	writeClosed bool
+}
+
+// closeWith makes the next close of the transport use code and reason.
+func (c *wsConn) closeWith(code int, reason string) {
+	c.mu.Lock()
+	if c.code == 0 {
+		c.code, c.reason = code, closeReason(reason)
+	}
+	c.mu.Unlock()
+}
+
+// WriteClose closes with the code closeWith chose, else with code; gqlgen's close for a
+// missing connection_init (1002) is graphql-transport-ws's 4408.
+func (c *wsConn) WriteClose(code int, reason string) error {
+	c.mu.Lock()
+	if c.code != 0 {
+		code, reason = c.code, c.reason
+	} else if code == transport.WebsocketCloseProtocolError && reason == "connection initialisation timeout" {
+		code = CloseInitTimeout
+	}
+	c.writeClosed = true
+	c.mu.Unlock()
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	return c.WebsocketConn.WriteClose(code, reason)
+}
+
+// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the connection is closed.
+func (c *wsConn) WriteJSON(v any) error {
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	return c.WebsocketConn.WriteJSON(v)
+}
+
+// NextReader notes when the peer last sent something.
+func (c *wsConn) NextReader() (int, io.Reader, error) {
+	t, r, err := c.WebsocketConn.NextReader()
+	c.lastRead.Store(time.Now().UnixNano())
+	return t, r, err
+}
+
+// SetReadLimit bounds the messages read.
+func (c *wsConn) SetReadLimit(limit int64) {
+	if l, ok := c.WebsocketConn.(transport.WebsocketReadLimiter); ok {
+		l.SetReadLimit(limit)
+	}
+}
+
+// pingMessage is graphql-transport-ws's ping; clients answer pong.
+var pingMessage = json.RawMessage(`{"type":"ping"}`)
+
+// pingAll pings every authenticated WebSocket, and closes those whose peer sent nothing
+// for three rounds.
+func (r *Registry) pingAll() {
+	r.mu.Lock()
+	conns := make([]*wsConn, 0, len(r.ws))
+	for ws := range r.ws {
+		if ws.conn.Load() != nil {
+			conns = append(conns, ws)
+		}
+	}
+	r.mu.Unlock()
+	dead := time.Now().Add(-3 * r.opts.PingEvery).UnixNano()
+	sem := make(chan struct{}, 16)
+	var wg sync.WaitGroup
+	for _, ws := range conns {
+		if ws.lastRead.Load() < dead {
+			_ = ws.net.Close() // the read loop ends, and with it the connection
+			continue
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			ws.mu.Lock()
+			closed := ws.writeClosed
+			ws.mu.Unlock()
+			if !closed {
+				_ = ws.WriteJSON(pingMessage)
+			}
+		}()
+	}
+	wg.Wait()
+}
