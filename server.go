@@ -425,6 +425,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 	}
 	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
 	resolver.Replicas = db.Replicas
+	if db.Galera {
+		resolver.OnGalera(graph.GaleraSettle)
+	}
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
 	return rest.Deps{

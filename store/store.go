@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"petstore/internal/dblock"
 	"petstore/migrations"
 	"petstore/secret"
 )
@@ -49,6 +50,9 @@ type DB struct {
 	*gorm.DB
 	Dialect  string    // migrations.MySQL or migrations.SQLite
 	Replicas *Replicas // nil: every read goes to the primary; closed with DB
+	// Galera is set when the server is a node of a Galera cluster (MariaDB Galera Cluster,
+	// Percona XtraDB Cluster: wsrep_on), whose listing needs more care (graph.Resolver.OnGalera).
+	Galera bool
 }
 
 // Open connects to the database that dsn names, `sqlite:PATH` or
@@ -70,6 +74,12 @@ func Open(ctx context.Context, dsn string, pool Pool) (*DB, error) {
 	if err := db.Ping(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: %s does not answer: %w", dialect, err)
+	}
+	if dialect == migrations.MySQL {
+		if db.Galera, err = dblock.NodeLocal(ctx, db.SQL()); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: %s: %w", dialect, err)
+		}
 	}
 	return db, nil
 }

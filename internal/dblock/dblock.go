@@ -4,7 +4,7 @@
 // database's name, so that databases sharing a server (tests, staging beside production) never
 // wait for each other. It is held by one connection and released with it: an instance that dies
 // holding it frees it at once, with no lease to run out, and a waiter is woken as soon as it is
-// free, with no polling.
+// free, with no polling. On a Galera cluster a named lock holds on its node only (NodeLocal).
 package dblock
 
 import (
@@ -14,11 +14,29 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 )
 
 // nameSQL is the lock name: MySQL refuses names longer than 64 characters.
 const nameSQL = "LEFT(CONCAT(?, ':', DATABASE()), 64)"
+
+// NodeLocal reports whether named locks on db hold on one server only while others write the
+// same data: the server is a node of a Galera cluster (MariaDB Galera Cluster, Percona XtraDB
+// Cluster: wsrep_on), where GET_LOCK is not replicated. A job serialised by a Lock must then
+// stay correct when instances on two nodes run it at once. MySQL has no wsrep_on; MariaDB
+// without a cluster has it OFF.
+func NodeLocal(ctx context.Context, db *sql.DB) (bool, error) {
+	var name, value string
+	err := db.QueryRowContext(ctx, "SHOW GLOBAL VARIABLES LIKE 'wsrep_on'").Scan(&name, &value)
+	if errors.Is(err, sql.ErrNoRows) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("dblock: %w", err)
+	}
+	return strings.EqualFold(value, "ON"), nil
+}
 
 // Lock is a named lock held by a connection of its own.
 type Lock struct {
