@@ -443,7 +443,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (rest.D
 		Idempotent: idem.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
-		Ready:      db.Ping,
+		Ready:      db.Ready,
 	}, nil
 }
 

@@ -121,6 +121,24 @@ func (db *DB) Ping(ctx context.Context) error {
 	return sqlDB.PingContext(ctx)
 }
 
+// Ready checks that the database answers and, on a Galera node, that the node serves
+// statements (wsrep_ready: it is part of the cluster's primary component and synced enough to
+// accept queries); a node cut off from the others, or still joining, answers a ping but refuses
+// every query.
+func (db *DB) Ready(ctx context.Context) error {
+	if !db.Galera {
+		return db.Ping(ctx)
+	}
+	var name, value string
+	if err := db.SQL().QueryRowContext(ctx, "SHOW STATUS LIKE 'wsrep_ready'").Scan(&name, &value); err != nil {
+		return err
+	}
+	if !strings.EqualFold(value, "ON") {
+		return errors.New("store: the Galera node is not ready (wsrep_ready is " + value + ")")
+	}
+	return nil
+}
+
 // SQL returns the underlying database/sql handle.
 func (db *DB) SQL() *sql.DB {
 	sqlDB, _ := db.DB.DB()
