@@ -129,14 +129,18 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if r.settle == nil {
 		return r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
 	}
+	var waited int64 // settled by this request's own wait
 	for {
 		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
-		if err != nil || len(pets) == 0 || !(more || endCursor) || pets[len(pets)-1].ID <= r.settle.settledAt(time.Now()) {
+		if err != nil || len(pets) == 0 || !(more || endCursor) {
 			return pets, more, err
+		}
+		if cursor := pets[len(pets)-1].ID; cursor <= waited || cursor <= r.settle.settledAt(time.Now()) {
+			return pets, more, nil
 		}
 		// The cursor would pass ids not settled yet: the newest pet, read now, settles every
 		// id up to its own (the page's included) once the delay has passed; then the page is
-		// read again, with whatever committed meanwhile.
+		// read again, with whatever committed meanwhile, and its cursor is at most newest.
 		newest, err := r.newestID(ctx)
 		if err != nil {
 			return nil, false, err
@@ -146,6 +150,7 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 		if err := r.settle.wait(ctx, seen); err != nil {
 			return nil, false, store.APIError(err)
 		}
+		waited = newest
 	}
 }
 
