@@ -483,3 +483,55 @@ func TestGaleraPostsPerSecond(t *testing.T) {
 	t.Logf("POSTs a second, 12 writers: one MariaDB %.0f; one Galera node %.0f; three Galera nodes %.0f",
 		rate([]*testAPI{one}), rate(apis[:1]), rate(apis))
 }
+
+// TestGaleraNodeCutOff cuts node 3 off from the others (gmcast.isolate) without stopping it:
+// its server still accepts connections but refuses every statement (1047), so its instance
+// must turn unready within 5 s and answer 503 with Retry-After, not 500; once the node is let
+// back, the instance serves again by itself.
+func TestGaleraNodeCutOff(t *testing.T) {
+	apis, g := galeraInstances(t, "?wsrep_sync_wait=1")
+	w := &pagingRace{t: t, h: apis[2].h, key: apis[2].key}
+	ready := func() int {
+		rec := httptest.NewRecorder()
+		apis[2].h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/readyz", nil))
+		return rec.Code
+	}
+	if err := g.Nodes[2].Exec("SET GLOBAL wsrep_provider_options='gmcast.isolate=1'"); err != nil {
+		t.Fatal(err)
+	}
+	cut := time.Now()
+	for ready() == http.StatusOK {
+		if time.Since(cut) > 5*time.Second {
+			t.Fatal("node 3's instance still ready 5 s after its node was cut off")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	unready := time.Since(cut)
+	for _, req := range [][2]string{{http.MethodGet, "/v1/pets/1"}, {http.MethodGet, "/v1/pets"}, {http.MethodPost, "/v1/pets"}} {
+		body := ""
+		if req[0] == http.MethodPost {
+			body = `{"name":"cut","categoryId":1}`
+		}
+		code, hdr, resp := w.call(req[0], req[1], body, nil)
+		if code != http.StatusServiceUnavailable || hdr.Get("Retry-After") == "" {
+			t.Errorf("%s %s on the cut-off node: got %d (Retry-After %q) %s; want 503 with Retry-After", req[0], req[1], code, hdr.Get("Retry-After"), resp)
+		}
+	}
+	if err := g.Nodes[2].Exec("SET GLOBAL wsrep_provider_options='gmcast.isolate=0'"); err != nil {
+		t.Fatal(err)
+	}
+	back := time.Now()
+	for {
+		if ready() == http.StatusOK {
+			if code, _, _ := w.call(http.MethodPost, "/v1/pets", `{"name":"back","categoryId":1}`, nil); code == http.StatusCreated {
+				break
+			}
+		}
+		if time.Since(back) > 60*time.Second {
+			t.Fatal("node 3's instance did not serve again within 60 s of its node's return")
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("node 3 cut off: its instance unready after %v; let back: serving again after %v",
+		unready.Round(time.Millisecond), time.Since(back).Round(time.Millisecond))
+}
