@@ -60,6 +60,7 @@ type pagingRace struct {
 	rolledBack map[int64]bool
 	walks      []walk
 	pages      atomic.Int64
+	lastID     int64 // the last pet committed
 }
 
 // racePet is a pet a writer committed: its status, and how it was written.
@@ -169,6 +170,7 @@ func (r *pagingRace) commit(id int64, p racePet) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.committed[id] = p
+	r.lastID = id
 }
 
 // post creates a pet through POST /v1/pets, with an Idempotency-Key unless idemKey is "".

@@ -460,6 +460,9 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	}
 	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
 	resolver.Replicas = db.Replicas
+	if db.Galera {
+		resolver.OnGalera(graph.GaleraSettle)
+	}
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
 	subs, err := newLive(db, rdb, cfg.RateLimit.RedisKeyPrefix, resolver, authn, limiter, metrics, &gqlOpts)
@@ -481,7 +484,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		ClientAddr: proxies.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
-		Ready:      db.Ping,
+		Ready:      db.Ready,
 		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr, gql),
 		Stream:     subs.Stream(),
 		Shutdown:   subs.Shutdown,

@@ -9,7 +9,6 @@ import (
 
 	"gorm.io/gorm"
 
-	"petstore/internal/dblock"
 	"petstore/models"
 	"petstore/store"
 )
@@ -92,34 +91,32 @@ func RevokeKey(ctx context.Context, db *gorm.DB, id int64) error {
 	return db.WithContext(ctx).Model(&rec).Update("revoked_at", time.Now().UTC()).Error
 }
 
-// devKeyLockWait bounds how long EnsureDevKey waits for another instance's EnsureDevKey.
-const devKeyLockWait = 10 * time.Second
+// devKeyID is the id of the development key: one id, so that two instances that both find
+// no key cannot both store one. On a Galera cluster a named lock (GET_LOCK) holds on one node
+// only, while two inserts of one primary key conflict cluster-wide (a certification failure,
+// retried, or a duplicate key); on one server they are a duplicate key.
+const devKeyID = 1
 
 // EnsureDevKey creates a free-plan key named "development" when no key exists at all, and
 // returns it; it returns "" when keys exist already. Of instances starting at once on one
-// database, one creates it: the check and the insert are one statement, run on MySQL under a
-// named lock (GET_LOCK) so that no isolation level lets two inserts through.
+// database, one creates it: the check and the insert are one statement, and the key's id is
+// always devKeyID, so that a second insert (from any node of a cluster, under any isolation
+// level) fails as a duplicate and leaves the first key alone.
 func EnsureDevKey(ctx context.Context, db *gorm.DB, prefix string) (string, error) {
-	if db.Dialector.Name() == "mysql" {
-		sqlDB, err := db.DB()
-		if err != nil {
-			return "", err
-		}
-		lock, err := dblock.Acquire(ctx, sqlDB, "petstore-devkey", devKeyLockWait)
-		if err != nil {
-			return "", err
-		}
-		if lock == nil {
-			return "", fmt.Errorf("another instance held the development key's lock for %v", devKeyLockWait)
-		}
-		defer func() { _ = lock.Release(context.WithoutCancel(ctx)) }()
-	}
 	key := NewKey(prefix)
-	res := db.WithContext(ctx).Exec("INSERT INTO api_keys (name, hint, hash, plan, created_at) "+
-		"SELECT ?, ?, ?, ?, ? FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM api_keys)",
-		"development", Hint(key, prefix), Hash(key), Free.Name, time.Now().UTC())
-	if res.Error != nil || res.RowsAffected == 0 {
-		return "", res.Error
+	var stored int64
+	err := store.Retry(ctx, func(ctx context.Context) error {
+		res := db.WithContext(ctx).Exec("INSERT INTO api_keys (id, name, hint, hash, plan, created_at) "+
+			"SELECT ?, ?, ?, ?, ?, ? FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM api_keys)",
+			devKeyID, "development", Hint(key, prefix), Hash(key), Free.Name, time.Now().UTC())
+		stored = res.RowsAffected
+		return res.Error
+	})
+	if errors.Is(err, gorm.ErrDuplicatedKey) || stored == 0 {
+		return "", nil // another instance made it
+	}
+	if err != nil {
+		return "", err
 	}
 	return key, nil
 }

@@ -18,7 +18,7 @@ import (
 // when no pet follows. It is the listing behind GET /v1/pets, and returns INVALID_REQUEST for
 // a limit out of range or a cursor this service did not issue.
 func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, status *models.PetStatus) ([]models.Pet, string, error) {
-	pets, more, err := r.list(ctx, "limit", limit, after, status)
+	pets, more, err := r.list(ctx, "limit", limit, after, status, false)
 	if err != nil || !more {
 		return pets, "", err
 	}
@@ -28,7 +28,7 @@ func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, stat
 // connection returns a page of pets as a Relay connection; sizeName is the page-size
 // argument's name, for the error.
 func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) (*PetConnection, error) {
-	pets, more, err := r.list(ctx, sizeName, size, after, status)
+	pets, more, err := r.list(ctx, sizeName, size, after, status, true)
 	if err != nil {
 		return nil, err
 	}
@@ -82,21 +82,32 @@ func newListStatements(dialect string, timeout time.Duration) listStatements {
 	if dialect != migrations.MySQL {
 		return withSuffix("SELECT "+listColumns, "")
 	}
-	return mysqlListStatements(timeout, " LOCK IN SHARE MODE")
+	return mysqlListStatements(timeout, "", " LOCK IN SHARE MODE")
+}
+
+// galeraListStatements are the listing statements on a Galera cluster: the locking read of
+// MySQL, which waits for the node's own writes in flight, run once the node has applied
+// everything the cluster committed before it (wsrep_sync_wait=1; MariaDB's SET STATEMENT,
+// which the connection's own wsrep_sync_wait, if set, makes redundant), so that a pet
+// committed through another node a moment before is listed. Writes still in flight on other
+// nodes are the settler's (settle.go).
+func galeraListStatements(timeout time.Duration) listStatements {
+	return mysqlListStatements(timeout, ", wsrep_sync_wait=1", " LOCK IN SHARE MODE")
 }
 
 // replicaListStatements are the listing statements on a replica: plain reads, whose pages are
 // used only where they are certainly the primary's (listOnReplica).
 func replicaListStatements(timeout time.Duration) listStatements {
-	return mysqlListStatements(timeout, "")
+	return mysqlListStatements(timeout, "", "")
 }
 
 const listColumns = "id, name, category_id, status FROM pets "
 
-// mysqlListStatements returns the MySQL listing statements, each ending in suffix.
-func mysqlListStatements(timeout time.Duration, suffix string) listStatements {
-	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
-		timeout.Seconds(), timeout.Milliseconds())
+// mysqlListStatements returns the MySQL listing statements, with the MariaDB session
+// settings of vars (", NAME=VALUE...") and each ending in suffix.
+func mysqlListStatements(timeout time.Duration, vars, suffix string) listStatements {
+	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f%s FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
+		timeout.Seconds(), vars, timeout.Milliseconds())
 	return withSuffix(head+listColumns, suffix)
 }
 
@@ -111,8 +122,10 @@ func withSuffix(head, suffix string) listStatements {
 }
 
 // list reads one page with one query, one row more than asked to learn whether more follow:
-// on a replica when it certainly has the page (listOnReplica), else on the primary.
-func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
+// on a replica when it certainly has the page (listOnReplica), else on the primary. The
+// caller hands out the cursor of the page's last pet when more follow, and always when
+// endCursor is set (GraphQL's endCursor is given on the last page too).
+func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus, endCursor bool) ([]models.Pet, bool, error) {
 	n, err := models.PageSize(sizeName, size)
 	if err != nil {
 		return nil, false, err
@@ -124,7 +137,43 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
 		return pets, more, nil
 	}
-	return r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+	if r.settle == nil {
+		return r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+	}
+	var waited int64 // settled by this request's own wait
+	for {
+		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+		if err != nil || len(pets) == 0 || !(more || endCursor) {
+			return pets, more, err
+		}
+		if cursor := pets[len(pets)-1].ID; cursor <= waited || cursor <= r.settle.settledAt(time.Now()) {
+			return pets, more, nil
+		}
+		// The cursor would pass ids not settled yet: the newest pet, read now, settles every
+		// id up to its own (the page's included) once the delay has passed; then the page is
+		// read again, with whatever committed meanwhile, and its cursor is at most newest.
+		newest, err := r.newestID(ctx)
+		if err != nil {
+			return nil, false, err
+		}
+		seen := time.Now()
+		r.settle.observe(seen, newest)
+		if err := r.settle.wait(ctx, seen); err != nil {
+			return nil, false, store.APIError(err)
+		}
+		waited = newest
+	}
+}
+
+// newestID returns the highest pet id committed on the node.
+func (r *Resolver) newestID(ctx context.Context) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
+	defer cancel()
+	var id sql.NullInt64
+	if err := store.ConnPool(ctx, r.DB).QueryRowContext(ctx, "SELECT MAX(id) FROM pets").Scan(&id); err != nil {
+		return 0, store.APIError(err)
+	}
+	return id.Int64, nil
 }
 
 // listOnReplica reads the page on a fresh replica and reports whether it is certainly the page
@@ -157,27 +206,48 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listState
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
 	var (
-		rows *sql.Rows
-		err  error
+		pets []models.Pet
+		more bool
 	)
-	switch {
-	case status != nil && afterID == 0:
-		rows, err = pool.QueryContext(ctx, stmts.firstByStatus, string(*status), n+1)
-	case status != nil:
-		rows, err = pool.QueryContext(ctx, stmts.byStatus, string(*status), afterID, n+1)
-	case afterID == 0:
-		rows, err = pool.QueryContext(ctx, stmts.first, n+1)
-	default:
-		rows, err = pool.QueryContext(ctx, stmts.all, afterID, n+1)
+	read := func(ctx context.Context) error {
+		var (
+			rows *sql.Rows
+			err  error
+		)
+		switch {
+		case status != nil && afterID == 0:
+			rows, err = pool.QueryContext(ctx, stmts.firstByStatus, string(*status), n+1)
+		case status != nil:
+			rows, err = pool.QueryContext(ctx, stmts.byStatus, string(*status), afterID, n+1)
+		case afterID == 0:
+			rows, err = pool.QueryContext(ctx, stmts.first, n+1)
+		default:
+			rows, err = pool.QueryContext(ctx, stmts.all, afterID, n+1)
+		}
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		pets, more, err = scanPage(rows, n)
+		return err
+	}
+	// A locking read can be chosen as a deadlock's victim, on Galera also aborted by a write
+	// replicated from another node (1213): outside a transaction, which that would have rolled
+	// back, it simply runs again.
+	var err error
+	if store.InTx(ctx) {
+		err = read(ctx)
+	} else {
+		err = store.Retry(ctx, read)
 	}
 	if err != nil {
 		return nil, false, store.APIError(err)
 	}
-	defer rows.Close()
-	return scanPage(rows, n)
+	return pets, more, nil
 }
 
-// scanPage reads the rows of a page of n pets, and whether more follow.
+// scanPage reads the rows of a page of n pets, and whether more follow; its errors are the
+// driver's.
 func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	pets := make([]models.Pet, 0, n+1)
 	var (
@@ -186,7 +256,7 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	)
 	for rows.Next() {
 		if err := rows.Scan(&p.ID, &p.Name, &p.CategoryID, &st); err != nil {
-			return nil, false, store.APIError(err)
+			return nil, false, err
 		}
 		p.Status = nil
 		if st.Valid {
@@ -195,7 +265,7 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 		pets = append(pets, p)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, false, store.APIError(err)
+		return nil, false, err
 	}
 	if len(pets) > n {
 		return pets[:n], true, nil

@@ -29,6 +29,7 @@ type Resolver struct {
 	queryTimeout time.Duration
 	listSQL      listStatements
 	replicaSQL   listStatements
+	settle       *settler // on a Galera cluster (OnGalera), else nil
 }
 
 // NewResolver returns a Resolver that stores pets in db and gives each statement at most
@@ -36,6 +37,14 @@ type Resolver struct {
 func NewResolver(db *gorm.DB, queryTimeout time.Duration) *Resolver {
 	return &Resolver{DB: db, queryTimeout: queryTimeout, listSQL: newListStatements(db.Dialector.Name(), queryTimeout),
 		replicaSQL: replicaListStatements(queryTimeout)}
+}
+
+// OnGalera makes r list pets as a Galera cluster needs (galeraListStatements, settler): each
+// page once its node has applied the cluster's earlier commits, and a cursor handed out only
+// past ids settled for settle (GaleraSettle). Call it before the first request.
+func (r *Resolver) OnGalera(settle time.Duration) {
+	r.listSQL = galeraListStatements(r.queryTimeout)
+	r.settle = &settler{delay: settle}
 }
 
 // replica returns a replica for a read of ctx, or false when the read goes to the primary:

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"petstore/internal/dblock"
+	"petstore/store"
 )
 
 // Purge deletes the expired records, at most Config.PurgeBatch rows per statement, until none
@@ -32,10 +33,18 @@ func (s *Records) purgeBatch(ctx context.Context, now time.Time) (int64, error) 
 		query = "DELETE FROM idempotency_keys WHERE rowid IN " +
 			"(SELECT rowid FROM idempotency_keys WHERE expires_at <= ? ORDER BY expires_at LIMIT ?)"
 	}
-	db, cancel := s.stmt(ctx, s.db)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.QueryTimeout)
 	defer cancel()
-	res := db.Exec(query, now, s.cfg.PurgeBatch)
-	return res.RowsAffected, res.Error
+	// A batch rolled back as a deadlock, or on Galera as a certification failure against a
+	// request that takes over an expired key through another node (1213), runs again: it only
+	// deletes expired records.
+	var n int64
+	err := store.Retry(ctx, func(ctx context.Context) error {
+		res := s.db.WithContext(ctx).Exec(query, now, s.cfg.PurgeBatch)
+		n = res.RowsAffected
+		return res.Error
+	})
+	return n, err
 }
 
 // DefaultPurgeEvery is how often RunPurger purges when given no positive period.
@@ -47,7 +56,7 @@ const purgeLock = "petstore-purge"
 // RunPurger purges expired records at once and then every period (DefaultPurgeEvery when
 // every is not positive), until ctx is done. Failures are logged and retried next period. On
 // MySQL one instance at a time purges: a round finds the purge lock (GET_LOCK) free or leaves
-// the purge to the instance that holds it.
+// the purge to the instance that holds it (on a Galera cluster a lease: dblock).
 func (s *Records) RunPurger(ctx context.Context, every time.Duration) {
 	if every <= 0 {
 		every = DefaultPurgeEvery

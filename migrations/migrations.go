@@ -38,6 +38,12 @@ const migrateLockWait = 5 * time.Minute
 // fresh database the others raced to create the version table (a second's retry, or "missing
 // zero version migration" for one that saw the table before its first row), and then polled
 // the lock every 5 s.
+//
+// On a Galera cluster the named lock holds on one node only, so there the lock is a lease,
+// a row that two nodes cannot both insert (dblock): of instances starting on different nodes
+// one migrates and the others poll until it is done. goose's own start (creating its version
+// table and its first row) is not safe to run on two nodes at once: all three instances of
+// TestGaleraStartTogether failed with "missing zero version migration" under node-local locks.
 func Apply(ctx context.Context, db *sql.DB, dialect string) (int, error) {
 	switch dialect {
 	case SQLite:

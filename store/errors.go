@@ -24,10 +24,14 @@ func APIError(err error) error {
 	return apierr.Wrap(err)
 }
 
-// MySQL server errors that say the server is overloaded or gave up, not that the statement
-// was wrong: too many connections, lock wait timeout, deadlock, query interrupted, query
-// execution time exceeded (MySQL's MAX_EXECUTION_TIME, MariaDB's max_statement_time).
-var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true, 1969: true}
+// MySQL server errors that say the server is overloaded, gave up or cannot serve for now, not
+// that the statement was wrong: too many connections, lock wait timeout, deadlock (on Galera
+// also a certification failure), query interrupted, query execution time exceeded (MySQL's
+// MAX_EXECUTION_TIME, MariaDB's max_statement_time), server shutting down, connection killed,
+// and a Galera node that is not part of the cluster's primary component (1047: it serves no
+// statement until it rejoins).
+var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true, 1969: true,
+	1053: true, 1927: true, 1047: true}
 
 // SQLite result codes that say the database is busy: SQLITE_BUSY and SQLITE_LOCKED.
 const (

@@ -16,6 +16,7 @@ import (
 	"gorm.io/gorm"
 	"gorm.io/gorm/logger"
 
+	"petstore/internal/dblock"
 	"petstore/migrations"
 	"petstore/secret"
 )
@@ -50,6 +51,9 @@ type DB struct {
 	Dialect  string    // migrations.MySQL or migrations.SQLite
 	Replicas *Replicas // nil: every read goes to the primary; closed with DB
 	open     Opener    // opens the connection pools of DB and its replicas; nil: sql.Open
+	// Galera is set when the server is a node of a Galera cluster (MariaDB Galera Cluster,
+	// Percona XtraDB Cluster: wsrep_on), whose listing needs more care (graph.Resolver.OnGalera).
+	Galera bool
 }
 
 // Open connects to the database that dsn names, `sqlite:PATH` or
@@ -78,6 +82,12 @@ func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, erro
 	if err := db.Ping(ctx); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("store: %s does not answer: %w", dialect, err)
+	}
+	if dialect == migrations.MySQL {
+		if db.Galera, err = dblock.NodeLocal(ctx, db.SQL()); err != nil {
+			_ = db.Close()
+			return nil, fmt.Errorf("store: %s: %w", dialect, err)
+		}
 	}
 	return db, nil
 }
@@ -117,6 +127,24 @@ func (db *DB) Ping(ctx context.Context) error {
 		return err
 	}
 	return sqlDB.PingContext(ctx)
+}
+
+// Ready checks that the database answers and, on a Galera node, that the node serves
+// statements (wsrep_ready: it is part of the cluster's primary component and synced enough to
+// accept queries); a node cut off from the others, or still joining, answers a ping but refuses
+// every query.
+func (db *DB) Ready(ctx context.Context) error {
+	if !db.Galera {
+		return db.Ping(ctx)
+	}
+	var name, value string
+	if err := db.SQL().QueryRowContext(ctx, "SHOW STATUS LIKE 'wsrep_ready'").Scan(&name, &value); err != nil {
+		return err
+	}
+	if !strings.EqualFold(value, "ON") {
+		return errors.New("store: the Galera node is not ready (wsrep_ready is " + value + ")")
+	}
+	return nil
 }
 
 // SQL returns the underlying database/sql handle.

@@ -96,16 +96,30 @@ func StartGalera(tb testing.TB, n int) *Galera {
 // runs as nobody (the script sets no uid) and fills it; mariadbd, as root, reads it all.
 func emptyDatadir(tb testing.TB, dir string) {
 	tb.Helper()
+	if err := os.Mkdir(dir, 0o750); err != nil {
+		tb.Fatal(err)
+	}
+	giveToNobody(tb, dir)
+}
+
+// giveToNobody makes nobody the owner of dir and everything in it, so that a state transfer
+// by rsync (run as nobody) can write there: a node killed by Kill has lost its position and
+// gets the whole state again when it rejoins.
+func giveToNobody(tb testing.TB, dir string) {
+	tb.Helper()
 	nobody, err := user.Lookup("nobody")
 	if err != nil {
 		tb.Fatal(err)
 	}
 	uid, _ := strconv.Atoi(nobody.Uid)
 	gid, _ := strconv.Atoi(nobody.Gid)
-	if err := os.Mkdir(dir, 0o750); err != nil {
-		tb.Fatal(err)
-	}
-	if err := os.Chown(dir, uid, gid); err != nil {
+	err = filepath.WalkDir(dir, func(path string, _ os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+	if err != nil {
 		tb.Fatal(err)
 	}
 }
@@ -157,9 +171,13 @@ func (node *GaleraNode) install(tb testing.TB) {
 }
 
 // Start starts the node's mariadbd (bootstrap: as the first node of a new cluster) and waits
-// until it is synced with the cluster.
+// until it is synced with the cluster. A node that joins, first or again after Kill, gets its
+// state from another by rsync.
 func (node *GaleraNode) Start(tb testing.TB, bootstrap bool) {
 	tb.Helper()
+	if !bootstrap {
+		giveToNobody(tb, node.datadir)
+	}
 	args := []string{"--defaults-file=" + node.cnf, "--user=root"}
 	if bootstrap {
 		args = append(args, "--wsrep-new-cluster")
@@ -215,11 +233,12 @@ func (node *GaleraNode) Exec(statement string) error {
 
 // synced reports whether the node answers and is synced with its cluster.
 func (node *GaleraNode) synced() bool {
-	return node.status("wsrep_local_state_comment") == "Synced"
+	return node.Status("wsrep_local_state_comment") == "Synced"
 }
 
-// status returns the node's status variable name, "" when the node does not answer.
-func (node *GaleraNode) status(name string) string {
+// Status returns the node's status variable name (such as wsrep_cluster_size), "" when the
+// node does not answer within 2 s.
+func (node *GaleraNode) Status(name string) string {
 	db, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/?timeout=1s&readTimeout=2s", node.Port))
 	if err != nil {
 		return ""
@@ -239,7 +258,7 @@ func (g *Galera) waitSize(tb testing.TB, n int) {
 	tb.Helper()
 	want := fmt.Sprint(n)
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		if g.Nodes[0].status("wsrep_cluster_size") == want {
+		if g.Nodes[0].Status("wsrep_cluster_size") == want {
 			return
 		}
 	}
