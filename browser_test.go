@@ -244,3 +244,44 @@ func (l *browserLog) check(t *testing.T, tab context.Context, base string) {
 	}
 	t.Logf("%d requests, all to %s", len(l.requests), base)
 }
+
+// TestBrowserPlaygroundSubscription runs a petAdded subscription in the playground (GraphiQL
+// over graphql-ws, the key sent in connection_init) and watches a pet created over REST appear
+// in its result pane.
+func TestBrowserPlaygroundSubscription(t *testing.T) {
+	requireChromium(t)
+	base, key, _, _ := startServer(t)
+	waitHealthy(t, base)
+
+	tab, log := newBrowser(t)
+	ctx, cancel := context.WithTimeout(tab, stepsTimeout)
+	defer cancel()
+	query := url.Values{"query": {"subscription { petAdded { pet { name } } }"}}
+	err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"/v1/playground?"+query.Encode()),
+		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
+		chromedp.SendKeys(chromedp.CSS("#api-key"), key),
+		chromedp.Click(chromedp.CSS(".graphiql-execute-button")),
+	)
+	if err != nil {
+		failBrowser(t, tab, log, base, "starting the subscription in the playground", err)
+	}
+	// Without a cursor the subscription sends the pets added once it is open: create one every
+	// half second until the pane shows one.
+	seen := waitFor(resultText + `.includes('"name": "Whiskers"')`)
+	for {
+		if _, ok := postPet(base, key, "Whiskers"); !ok {
+			t.Fatal("POST /v1/pets failed; want 201")
+		}
+		step, stop := context.WithTimeout(ctx, 500*time.Millisecond)
+		err = chromedp.Do(step, seen)
+		stop()
+		if err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			failBrowser(t, tab, log, base, "seeing a pet created over REST in the subscription's pane", err)
+		}
+	}
+	log.check(t, tab, base)
+}

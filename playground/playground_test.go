@@ -89,8 +89,8 @@ func TestPlaygroundPage(t *testing.T) {
 			styles++
 		}
 	}
-	if scripts != 4 || styles != 2 {
-		t.Errorf("the page loads %d scripts and %d style sheets; want React, ReactDOM, GraphiQL, ours (4) and GraphiQL's, ours (2)", scripts, styles)
+	if scripts != 5 || styles != 2 {
+		t.Errorf("the page loads %d scripts and %d style sheets; want React, ReactDOM, GraphiQL, graphql-ws, ours (5) and GraphiQL's, ours (2)", scripts, styles)
 	}
 }
 

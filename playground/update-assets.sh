@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # update-assets.sh refreshes playground/vendor/ from the npm registry: GraphiQL's browser (UMD)
-# build and the React builds it runs on, each with its licence. It needs npm and network access
-# to the registry; nothing else is installed. Bump a version below, run `make playground-assets`,
+# build, the React builds it runs on and graphql-ws (the subscriptions' WebSocket client), each
+# with its licence. It needs npm and network access to the registry; nothing else is installed. Bump a version below, run `make playground-assets`,
 # check the page (go test -run 'Browser|Playground' . ./playground/) and commit vendor/.
 #
 # Why these versions: graphiql 4.x is the last major that ships a UMD build usable without a
@@ -12,6 +12,7 @@ set -euo pipefail
 GRAPHIQL_VERSION=4.1.2
 REACT_VERSION=18.3.1
 REACT_DOM_VERSION=18.3.1
+GRAPHQL_WS_VERSION=6.4.2 # the graphql-transport-ws client of subscriptions
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 vendor="$here/vendor"
@@ -38,8 +39,9 @@ copy() {
 graphiql_sri=$(fetch graphiql "$GRAPHIQL_VERSION")
 react_sri=$(fetch react "$REACT_VERSION")
 react_dom_sri=$(fetch react-dom "$REACT_DOM_VERSION")
+graphql_ws_sri=$(fetch graphql-ws "$GRAPHQL_WS_VERSION")
 
-rm -rf "$vendor/graphiql" "$vendor/react" "$vendor/react-dom"
+rm -rf "$vendor/graphiql" "$vendor/react" "$vendor/react-dom" "$vendor/graphql-ws"
 copy "$tmp/graphiql/dist/index.umd.js" "$vendor/graphiql/graphiql.min.js"
 copy "$tmp/graphiql/dist/style.css" "$vendor/graphiql/graphiql.min.css"
 cp "$tmp/graphiql/LICENSE" "$vendor/graphiql/LICENSE"
@@ -47,6 +49,8 @@ copy "$tmp/react/umd/react.production.min.js" "$vendor/react/react.production.mi
 cp "$tmp/react/LICENSE" "$vendor/react/LICENSE"
 copy "$tmp/react-dom/umd/react-dom.production.min.js" "$vendor/react-dom/react-dom.production.min.js"
 cp "$tmp/react-dom/LICENSE" "$vendor/react-dom/LICENSE"
+copy "$tmp/graphql-ws/umd/graphql-ws.min.js" "$vendor/graphql-ws/graphql-ws.min.js"
+cp "$tmp/graphql-ws/LICENSE.md" "$vendor/graphql-ws/LICENSE.md"
 
 cat >"$vendor/README.md" <<README
 # Vendored browser builds for the GraphQL playground
@@ -60,6 +64,7 @@ internet access and loads nothing from another origin.
 | graphiql | $GRAPHIQL_VERSION | \`dist/index.umd.js\` -> \`graphiql/graphiql.min.js\`, \`dist/style.css\` -> \`graphiql/graphiql.min.css\` | MIT, \`graphiql/LICENSE\` | \`$graphiql_sri\` |
 | react | $REACT_VERSION | \`umd/react.production.min.js\` | MIT, \`react/LICENSE\` | \`$react_sri\` |
 | react-dom | $REACT_DOM_VERSION | \`umd/react-dom.production.min.js\` | MIT, \`react-dom/LICENSE\` | \`$react_dom_sri\` |
+| graphql-ws | $GRAPHQL_WS_VERSION | \`umd/graphql-ws.min.js\` | MIT, \`graphql-ws/LICENSE.md\` | \`$graphql_ws_sri\` |
 
 How they were fetched: \`npm pack <name>@<version>\` into a temporary directory (the registry
 checks each tarball against its integrity hash above), then the files above were copied, with

@@ -1,7 +1,9 @@
 // playground.js mounts GraphiQL on the page served by the playground package. Every request it
 // makes goes to the page's GraphQL endpoint (data-endpoint on #graphiql) with the key typed into
 // the key field sent as "Authorization: Bearer <key>". The key is kept in sessionStorage only:
-// it survives a reload of the tab and is gone when the tab closes.
+// it survives a reload of the tab and is gone when the tab closes. Subscriptions run over a
+// WebSocket to the same endpoint (graphql-ws, the graphql-transport-ws protocol), the key sent in
+// connection_init's payload, since a browser cannot set headers on a WebSocket.
 //
 // The editors start from the URL's query, variables and operationName parameters when present
 // (?query={pets{id}}), else from GraphiQL's saved state, else from the default query below.
@@ -58,6 +60,41 @@
     });
   }
 
+  // operationKind returns "query", "mutation" or "subscription": the kind of the operation
+  // named name in the document (the first one when name is empty), read off its keyword with
+  // comments and strings set aside; "query" for a shorthand { ... }.
+  function operationKind(document, name) {
+    var src = document.replace(/"""[\s\S]*?"""|"(?:[^"\\\n]|\\.)*"|#[^\n\r]*/g, ' ');
+    var re = /(^|[^_0-9A-Za-z$])(query|mutation|subscription)(?![_0-9A-Za-z])\s*([_A-Za-z][_0-9A-Za-z]*)?/g;
+    var depth = 0, last = 0, m;
+    while ((m = re.exec(src)) !== null) {
+      var between = src.slice(last, m.index);
+      depth += (between.match(/{/g) || []).length - (between.match(/}/g) || []).length;
+      last = m.index;
+      if (depth === 0 && (!name || m[3] === name)) {
+        return m[2];
+      }
+    }
+    return 'query';
+  }
+
+  // socketURL returns the WebSocket address of the endpoint: ws: or wss: as the page's own.
+  function socketURL() {
+    var u = new URL(endpoint, window.location.href);
+    u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
+    return u.href;
+  }
+
+  // socket carries the subscriptions: opened by the first one, with the key in the field then,
+  // and closed once none is left (a later one opens it again, with the key of that moment).
+  var socket = graphqlWs.createClient({
+    url: socketURL(),
+    lazy: true,
+    connectionParams: function () {
+      return {Authorization: 'Bearer ' + keyField.value.trim()};
+    }
+  });
+
   // makeFetcher returns a GraphiQL fetcher that reads the key field at each request. A fresh one
   // is made whenever the key changes: GraphiQL then fetches the schema again, with the new key.
   function makeFetcher() {
@@ -67,6 +104,9 @@
       if (!key && !hasHeader(extra, 'authorization')) {
         return {errors: [{message: 'Enter your API key in the field at the top of the page: ' +
           'every request needs "Authorization: Bearer <key>".'}]};
+      }
+      if (operationKind(graphQLParams.query || '', graphQLParams.operationName) === 'subscription') {
+        return socket.iterate(graphQLParams); // each event as it comes, until GraphiQL stops it
       }
       var headers = {
         'Accept': 'application/graphql-response+json, application/json',
