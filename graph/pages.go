@@ -18,7 +18,7 @@ import (
 // when no pet follows. It is the listing behind GET /v1/pets, and returns INVALID_REQUEST for
 // a limit out of range or a cursor this service did not issue.
 func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, status *models.PetStatus) ([]models.Pet, string, error) {
-	pets, more, err := r.list(ctx, "limit", limit, after, status, false)
+	pets, more, err := r.list(ctx, "limit", limit, after, status)
 	if err != nil || !more {
 		return pets, "", err
 	}
@@ -28,7 +28,7 @@ func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, stat
 // connection returns a page of pets as a Relay connection; sizeName is the page-size
 // argument's name, for the error.
 func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) (*PetConnection, error) {
-	pets, more, err := r.list(ctx, sizeName, size, after, status, true)
+	pets, more, err := r.list(ctx, sizeName, size, after, status)
 	if err != nil {
 		return nil, err
 	}
@@ -123,9 +123,9 @@ func withSuffix(head, suffix string) listStatements {
 
 // list reads one page with one query, one row more than asked to learn whether more follow:
 // on a replica when it certainly has the page (listOnReplica), else on the primary. The
-// caller hands out the cursor of the page's last pet when more follow, and always when
-// endCursor is set (GraphQL's endCursor is given on the last page too).
-func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus, endCursor bool) ([]models.Pet, bool, error) {
+// caller hands out the cursor of the page's last pet when more follow (GraphQL's endCursor
+// also on the last page).
+func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
 	n, err := models.PageSize(sizeName, size)
 	if err != nil {
 		return nil, false, err
@@ -143,7 +143,9 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	var waited int64 // settled by this request's own wait
 	for {
 		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
-		if err != nil || len(pets) == 0 || !(more || endCursor) {
+		// The last page waits too: it hands out no cursor, but the walk that reads it has passed
+		// its ids, and a lower id still being added through another node would be missed.
+		if err != nil || len(pets) == 0 {
 			return pets, more, err
 		}
 		if cursor := pets[len(pets)-1].ID; cursor <= waited || cursor <= r.settle.settledAt(time.Now()) {

@@ -26,6 +26,14 @@ import (
 // (BenchmarkCreatePetParallel: no loss measured).
 const createPetSQL = "INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
 
+// galeraCreatePetSQL is createPetSQL on a Galera cluster: the insert first waits until its
+// node has applied every write the cluster committed before it began (wsrep_sync_wait: 4 for
+// the INSERT, 1 for its SELECT), so its id is above every pet committed before it, through
+// any node. Without the wait, a node that lags in applying the others' writes (seconds, on a
+// loaded machine) hands out ids below pets that a cursor may have passed already, and the
+// settler's delay (settle.go) would have to outlast the lag, not just the write.
+const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ " + createPetSQL
+
 // create validates input and stores the pet it describes. It returns INVALID_REQUEST naming the
 // first bad field. Outside a transaction the INSERT runs again while the server rolls it back
 // (store.Retry), all attempts within the statement timeout; inside one (Idempotency-Key) the
@@ -39,7 +47,7 @@ func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
 	insert := func(ctx context.Context) error {
-		res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, createPetSQL, pet.Name, pet.CategoryID, pet.Status)
+		res, err := store.ConnPool(ctx, r.DB).ExecContext(ctx, r.insertSQL, pet.Name, pet.CategoryID, pet.Status)
 		if err == nil {
 			pet.ID, err = res.LastInsertId()
 		}

@@ -27,6 +27,7 @@ type Resolver struct {
 	// queryTimeout bounds each statement: a database that does not answer in time makes the
 	// request fail with UNAVAILABLE (503) instead of hanging.
 	queryTimeout time.Duration
+	insertSQL    string // createPetSQL, or galeraCreatePetSQL
 	listSQL      listStatements
 	replicaSQL   listStatements
 	settle       *settler // on a Galera cluster (OnGalera), else nil
@@ -35,14 +36,16 @@ type Resolver struct {
 // NewResolver returns a Resolver that stores pets in db and gives each statement at most
 // queryTimeout.
 func NewResolver(db *gorm.DB, queryTimeout time.Duration) *Resolver {
-	return &Resolver{DB: db, queryTimeout: queryTimeout, listSQL: newListStatements(db.Dialector.Name(), queryTimeout),
-		replicaSQL: replicaListStatements(queryTimeout)}
+	return &Resolver{DB: db, queryTimeout: queryTimeout, insertSQL: createPetSQL,
+		listSQL: newListStatements(db.Dialector.Name(), queryTimeout), replicaSQL: replicaListStatements(queryTimeout)}
 }
 
-// OnGalera makes r list pets as a Galera cluster needs (galeraListStatements, settler): each
-// page once its node has applied the cluster's earlier commits, and a cursor handed out only
-// past ids settled for settle (GaleraSettle). Call it before the first request.
+// OnGalera makes r add and list pets as a Galera cluster needs (galeraCreatePetSQL,
+// galeraListStatements, settler): each insert and each page once its node has applied the
+// cluster's earlier commits, and a cursor handed out only past ids settled for settle
+// (GaleraSettle). Call it before the first request.
 func (r *Resolver) OnGalera(settle time.Duration) {
+	r.insertSQL = galeraCreatePetSQL
 	r.listSQL = galeraListStatements(r.queryTimeout)
 	r.settle = &settler{delay: settle}
 }

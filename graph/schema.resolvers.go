@@ -19,7 +19,7 @@ func (r *mutationResolver) CreatePet(ctx context.Context, input models.NewPet) (
 // Pets lists up to limit pets (default 20, 1 to 100) of the given status, ordered by id.
 // It returns INVALID_REQUEST for a limit out of range.
 func (r *queryResolver) Pets(ctx context.Context, limit *int, status *models.PetStatus) ([]*models.Pet, error) {
-	pets, _, err := r.list(ctx, "limit", limit, nil, status, false)
+	pets, _, err := r.list(ctx, "limit", limit, nil, status)
 	return pointers(pets), err
 }
 

@@ -15,9 +15,10 @@ const GaleraSettle = time.Second
 // own ids (auto_increment_increment, one offset per node), and a node's locks, which a page's
 // locking read waits on, are its own: while pet 98 is being added through node 2, pet 100 can
 // commit through node 1 and be listed through node 3, whose page would otherwise hand out a
-// cursor past 98 for good. A node's counter passes every id it applies, so once every node
-// has applied pet 100 (milliseconds), no node hands out a lower id; a write that took a lower
-// id before that commits or fails within its own time. So an id is settled once a pet with a
+// cursor past 98 for good. A node's counter passes every id it applies, and an insert
+// first applies every write committed before it began (galeraCreatePetSQL), so once pet 100
+// has committed no insert begun after it takes a lower id; a write that took a lower id
+// before that commits or fails within its own time. So an id is settled once a pet with a
 // higher or equal id was seen committed at least delay ago: a page whose cursor is not
 // settled reads the newest pet's id, waits delay and is read again (the read waits until the
 // node has applied everything committed in the cluster before it: wsrep_sync_wait). The wait
