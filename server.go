@@ -485,7 +485,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
 		Ready:      db.Ready,
-		Upgrade:    subs.Upgrade(cfg.CORSOrigins, limiter.ClientAddr, gql),
+		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
 		Stream:     subs.Stream(),
 		Shutdown:   subs.Shutdown,
 	}, nil

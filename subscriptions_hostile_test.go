@@ -23,7 +23,7 @@ import (
 func TestWebSocketRefusals(t *testing.T) {
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
-	cfg.CORSOrigins = []string{"https://app.example"}
+	cfg.CORSOrigins = []string{"https://app.example", "https://*.partner.example"}
 	s := newLiveServer(t, db, nil, cfg, "business")
 
 	t.Run("no connection_init", func(t *testing.T) {
@@ -70,8 +70,13 @@ func TestWebSocketRefusals(t *testing.T) {
 		if err == nil || w.resp == nil || w.resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("dial from a foreign origin: %v %v; want 400", err, w.resp)
 		}
-		if _, err := s.dial(t, http.Header{"Origin": {"https://app.example"}}); err != nil {
-			t.Fatalf("dial from an allowed origin: %v", err)
+		for _, origin := range []string{"https://app.example", "https://shop.partner.example"} { // matched as CORS matches
+			if _, err := s.dial(t, http.Header{"Origin": {origin}}); err != nil {
+				t.Fatalf("dial from the allowed origin %s: %v", origin, err)
+			}
+		}
+		if w, err := s.dial(t, http.Header{"Origin": {"https://partner.example.evil"}}); err == nil || w.resp == nil || w.resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("dial from a look-alike origin: %v %v; want 400", err, w.resp)
 		}
 	})
 	t.Run("huge message", func(t *testing.T) {

@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -49,13 +48,13 @@ type wsStateKey struct{}
 // Upgrade returns the handler of a WebSocket upgrade of /v1/graphql, placed after the
 // identify chain (which charges the upgrade as one request) instead of auth.Require: the key
 // may come in connection_init. It refuses an Origin that is neither the request's own host
-// nor allowed by origins (the CORS allow-list; "*" allows any) with 400, and a client address
+// nor allowed (by the CORS allow-list: rest.AllowsOrigin) with 400, and a client address
 // holding Caps.PendingPerAddr connections not yet authenticated with 429; clientAddr names
 // the address; a request that is not a WebSocket handshake gets 400. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
 // transport accepts it) on a goroutine of its own and returns: net/http's goroutine, its
 // buffers and the middleware's frames are freed, and the socket costs what the transport
 // keeps.
-func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
+func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := c.Request
 		if req.Header.Get("Sec-WebSocket-Key") == "" || req.Header.Get("Sec-WebSocket-Version") != "13" ||
@@ -64,7 +63,7 @@ func (r *Registry) Upgrade(origins []string, clientAddr func(*http.Request) stri
 			c.Abort()
 			return
 		}
-		if !originAllowed(req, origins) {
+		if !originAllowed(req, allowed) {
 			apierr.Write(c.Writer, req, apierr.Invalid("the Origin %q may not open a WebSocket here (not in the allowed origins)", req.Header.Get("Origin")))
 			c.Abort()
 			return
@@ -167,8 +166,8 @@ func (r *Registry) releasePending(st *wsState) {
 }
 
 // originAllowed reports whether r's Origin may open a WebSocket: none (not a browser), the
-// request's own host, or one of origins.
-func originAllowed(r *http.Request, origins []string) bool {
+// request's own host, or one that allowed allows.
+func originAllowed(r *http.Request, allowed func(*http.Request) bool) bool {
 	o := r.Header.Get("Origin")
 	if o == "" {
 		return true
@@ -176,7 +175,7 @@ func originAllowed(r *http.Request, origins []string) bool {
 	if u, err := url.Parse(o); err == nil && strings.EqualFold(u.Host, r.Host) {
 		return true
 	}
-	return slices.Contains(origins, "*") || slices.ContainsFunc(origins, func(a string) bool { return strings.EqualFold(a, o) })
+	return allowed(r)
 }
 
 // Websocket returns gqlgen's WebSocket transport (graphql-transport-ws, and the older

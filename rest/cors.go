@@ -14,6 +14,20 @@ func CORS(origins []string, h http.Handler) http.Handler {
 	if len(origins) == 0 {
 		return h
 	}
+	return newCORS(origins).Handler(h)
+}
+
+// AllowsOrigin returns whether a request's Origin is one of origins, matched as CORS matches
+// it ("*" for any, "https://*.example.com" for a site's subdomains); with no origins, none is.
+func AllowsOrigin(origins []string) func(*http.Request) bool {
+	if len(origins) == 0 {
+		return func(*http.Request) bool { return false }
+	}
+	return newCORS(origins).OriginAllowed
+}
+
+// newCORS returns the CORS handler of origins, which must not be empty.
+func newCORS(origins []string) *cors.Cors {
 	return cors.New(cors.Options{
 		AllowedOrigins: origins,
 		AllowedMethods: []string{http.MethodGet, http.MethodPost},
@@ -24,5 +38,5 @@ func CORS(origins []string, h http.Handler) http.Handler {
 			"Idempotent-Replayed",
 		},
 		MaxAge: 600, // seconds a browser may reuse a preflight answer
-	}).Handler(h)
+	})
 }
