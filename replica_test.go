@@ -15,9 +15,12 @@ import (
 // primary: writers go to the primary, the readers' pages to the replica whenever it certainly
 // has them. The replica applies transactions in the primary's commit order while ids are handed
 // out before commit, so it can hold pet 60 before pet 50; no walk may skip or repeat a pet.
+// While the writers work, the holes their rollbacks leave keep most pages on the primary for a
+// second (store.SettleDelay); the last walks, once every pet is settled, are the replica's.
 func TestPagingOnReplica(t *testing.T) {
 	db, _ := dbtest.Replicated(t)
 	r := newPagingRace(t, db)
+	r.beforeLast = func() { dbtest.WaitSettled(t, db.Replicas, r.lastID) }
 	r.run()
 	skipped := r.check()
 	served, all := db.Replicas.Reads()

@@ -116,7 +116,7 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 
 // openDB opens the configured database and applies pending migrations.
 func openDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DB, cfg.Pool, opts...)
+	db, err := store.Open(ctx, cfg.DB, cfg.Pool, append(opts, store.WithTimeout(cfg.DBTimeout))...)
 	if err != nil {
 		return nil, err
 	}
@@ -140,7 +140,7 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	}
 	defer db.Close()
 	if len(cfg.Replicas) > 0 {
-		if db.Replicas, err = store.OpenReplicas(ctx, db, cfg.Replicas, cfg.Pool, cfg.DBTimeout); err != nil {
+		if db.Replicas, err = store.OpenReplicas(ctx, db, cfg.Replicas, cfg.Pool); err != nil {
 			return err
 		}
 	}
@@ -458,11 +458,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	if rdb != nil {
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
-	resolver := graph.NewResolver(db.DB, cfg.DBTimeout)
-	resolver.Replicas = db.Replicas
-	if db.Galera {
-		resolver.OnGalera(graph.GaleraSettle)
-	}
+	resolver := graph.NewResolver(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
 	subs, err := newLive(db, rdb, cfg.RateLimit.RedisKeyPrefix, resolver, authn, limiter, metrics, &gqlOpts)

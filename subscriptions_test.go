@@ -21,6 +21,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"
 )
@@ -537,5 +538,28 @@ func TestPetAddedRedisDown(t *testing.T) {
 	expect("after")
 	if m, err := w.readErr(300 * time.Millisecond); err == nil {
 		t.Fatalf("one more: %+v; want nothing", m)
+	}
+}
+
+// TestPetAddedWaitsForMissingID is TestPageWaitsForMissingID for a subscriber: pet 2, whose
+// insert took its id first, is not in the table yet when pet 3 commits and pet 4 is added
+// over REST; the subscriber gets 2, 3 and 4, in that order, once pet 2 arrives.
+func TestPetAddedWaitsForMissingID(t *testing.T) {
+	db := dbtest.New(t, migrations.MySQL)
+	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s.createPet(t, s.key, "first", "") // pet 1, before the subscription
+	w := s.connect(t, s.key)
+	w.subscribe("all", "")
+	time.Sleep(100 * time.Millisecond) // the subscription starts
+	insertWithID(t, db, 3, "sold")
+	s.createPet(t, s.key, "fourth", "") // pet 4, which wakes the Hub
+	time.Sleep(300 * time.Millisecond)  // time enough for events that should not come
+	insertWithID(t, db, 2, "sold")
+	var got []string
+	for range 3 {
+		got = append(got, w.next("all").Pet.ID)
+	}
+	if fmt.Sprint(got) != "[2 3 4]" {
+		t.Errorf("events: got %v; want [2 3 4]", got)
 	}
 }

@@ -40,7 +40,7 @@ func newServer(t testing.TB, opts graph.Options) *server {
 	s := &server{statements: new(atomic.Int64)}
 	pool := &countingPool{ConnPool: db.Statement.ConnPool, n: s.statements}
 	db.ConnPool, db.Statement.ConnPool = pool, pool
-	s.h = graph.NewHandler(graph.NewResolver(db.DB, store.DefaultTimeout), opts)
+	s.h = graph.NewHandler(graph.NewResolver(db, store.DefaultTimeout), opts)
 	return s
 }
 

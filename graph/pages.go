@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"time"
 
 	"gorm.io/gorm"
@@ -137,45 +138,62 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
 		return pets, more, nil
 	}
-	if r.settle == nil {
-		return r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
-	}
-	var waited int64 // settled by this request's own wait
-	for {
+	return r.settledPage(ctx, n, afterID, status)
+}
+
+// settledPage reads a page on the primary and answers it only once every id up to its last
+// pet is settled (store.Settler): the page's cursor, or what a subscription marks as sent,
+// then passes no pet that can still appear. On MySQL a page whose ids follow the settled ones
+// without a hole is settled by its own read; one with a hole (an insert that has taken its id
+// and is not in the table yet, or one that failed) is read again after a pause, until the
+// hole fills or the time rule settles it; on a Galera cluster a page among the pets added in
+// the last SettleDelay waits that long.
+func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
+	s := r.settle
+	for attempt := 0; ; attempt++ {
+		var before int64
+		if s != nil {
+			before = s.Settled() // before the read: it sees every pet up to it
+		}
 		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
-		// The last page waits too: it hands out no cursor, but the walk that reads it has passed
-		// its ids, and a lower id still being added through another node would be missed.
-		if err != nil || len(pets) == 0 {
+		// The last page settles too: it hands out no cursor, but the walk that reads it has
+		// passed its ids, and a subscription marks them sent.
+		if err != nil || len(pets) == 0 || s == nil {
 			return pets, more, err
 		}
-		if cursor := pets[len(pets)-1].ID; cursor <= waited || cursor <= r.settle.settledAt(time.Now()) {
+		base, upTo := max(before, afterID), pets[len(pets)-1].ID
+		if upTo <= base {
 			return pets, more, nil
 		}
-		// The cursor would pass ids not settled yet: the newest pet, read now, settles every
-		// id up to its own (the page's included) once the delay has passed; then the page is
-		// read again, with whatever committed meanwhile, and its cursor is at most newest.
-		newest, err := r.newestID(ctx)
+		var ids []int64
+		var listed func(int64, sql.NullString) bool
+		if status == nil {
+			ids = petIDs(pets)
+		} else {
+			listed = func(id int64, st sql.NullString) bool {
+				return !st.Valid || st.String != string(*status) || slices.ContainsFunc(pets, func(p models.Pet) bool { return p.ID == id })
+			}
+		}
+		ok, err := s.Check(ctx, base, upTo, ids, listed)
 		if err != nil {
 			return nil, false, err
 		}
-		seen := time.Now()
-		r.settle.observe(seen, newest)
-		if err := r.settle.wait(ctx, seen); err != nil {
+		if ok {
+			return pets, more, nil
+		}
+		if err := s.Pause(ctx, attempt); err != nil {
 			return nil, false, store.APIError(err)
 		}
-		waited = newest
 	}
 }
 
-// newestID returns the highest pet id committed on the node.
-func (r *Resolver) newestID(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
-	defer cancel()
-	var id sql.NullInt64
-	if err := store.ConnPool(ctx, r.DB).QueryRowContext(ctx, "SELECT MAX(id) FROM pets").Scan(&id); err != nil {
-		return 0, store.APIError(err)
+// petIDs returns the ids of pets.
+func petIDs(pets []models.Pet) []int64 {
+	ids := make([]int64, len(pets))
+	for i := range pets {
+		ids[i] = pets[i].ID
 	}
-	return id.Int64, nil
+	return ids
 }
 
 // listOnReplica reads the page on a fresh replica and reports whether it is certainly the page

@@ -14,25 +14,22 @@ import (
 // This file stores and reads single pets; pages.go lists them. The rules a pet must follow
 // live in package models.
 
-// createPetSQL inserts a pet. It is INSERT ... SELECT, not INSERT ... VALUES, for InnoDB's
-// sake: a single-row INSERT takes its id under a short mutex and enters the row in the index
-// later in the statement (after its undo record), so a later id can commit and be paged past
-// before the earlier row exists to be waited for: a skip that the locking read of the listing
-// cannot see (1 in 3 runs of TestPagingUnderConcurrentWriters). INSERT ... SELECT holds the
-// table's AUTO-INC lock to the end of the statement, not of the transaction, under
-// innodb_autoinc_lock_mode 0 and 1 (MariaDB's default), so an id is in the index before the
-// next one is handed out. Mode 2 (MySQL 8's default; Galera) takes no such lock and keeps that
-// window of one statement. The cost is that inserts enter the index one at a time
-// (BenchmarkCreatePetParallel: no loss measured).
-const createPetSQL = "INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
+// createPetSQL inserts a pet: one statement, nothing else. InnoDB hands out its id before
+// the row is in the table, so a page can meet a hole where a lower id is still on its way in;
+// the listing settles such holes (store.Settler, graph/pages.go settledPage) rather than the
+// insert keeping ids in order: INSERT ... SELECT, which holds the table's AUTO-INC lock to the
+// end of the statement under innodb_autoinc_lock_mode 0 and 1, did that at the cost of a
+// quarter of the POSTs a second (MariaDB 10.11, 16 connections: 75-85% more server CPU per
+// insert), and under mode 2 (MySQL 8's default) not at all.
+const createPetSQL = "INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)"
 
-// galeraCreatePetSQL is createPetSQL on a Galera cluster: the insert first waits until its
-// node has applied every write the cluster committed before it began (wsrep_sync_wait: 4 for
-// the INSERT, 1 for its SELECT), so its id is above every pet committed before it, through
-// any node. Without the wait, a node that lags in applying the others' writes (seconds, on a
+// galeraCreatePetSQL inserts a pet on a Galera cluster: the insert first waits until its node
+// has applied every write the cluster committed before it began (wsrep_sync_wait: 4 for the
+// INSERT, 1 for its SELECT), so its id is above every pet committed before it, through any
+// node. Without the wait, a node that lags in applying the others' writes (seconds, on a
 // loaded machine) hands out ids below pets that a cursor may have passed already, and the
-// settler's delay (settle.go) would have to outlast the lag, not just the write.
-const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ " + createPetSQL
+// settler's delay would have to outlast the lag, not just the write.
+const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
 
 // create validates input and stores the pet it describes. It returns INVALID_REQUEST naming the
 // first bad field. Outside a transaction the INSERT runs again while the server rolls it back

@@ -30,24 +30,22 @@ type Resolver struct {
 	insertSQL    string // createPetSQL, or galeraCreatePetSQL
 	listSQL      listStatements
 	replicaSQL   listStatements
-	settle       *settler // on a Galera cluster (OnGalera), else nil
+	settle       *store.Settler // on MySQL (db.Settler), else nil
 }
 
-// NewResolver returns a Resolver that stores pets in db and gives each statement at most
-// queryTimeout.
-func NewResolver(db *gorm.DB, queryTimeout time.Duration) *Resolver {
-	return &Resolver{DB: db, queryTimeout: queryTimeout, insertSQL: createPetSQL,
-		listSQL: newListStatements(db.Dialector.Name(), queryTimeout), replicaSQL: replicaListStatements(queryTimeout)}
-}
-
-// OnGalera makes r add and list pets as a Galera cluster needs (galeraCreatePetSQL,
-// galeraListStatements, settler): each insert and each page once its node has applied the
-// cluster's earlier commits, and a cursor handed out only past ids settled for settle
-// (GaleraSettle). Call it before the first request.
-func (r *Resolver) OnGalera(settle time.Duration) {
-	r.insertSQL = galeraCreatePetSQL
-	r.listSQL = galeraListStatements(r.queryTimeout)
-	r.settle = &settler{delay: settle}
+// NewResolver returns a Resolver that stores pets in db, reads from its replicas, and gives
+// each statement at most queryTimeout. On a Galera cluster (db.Galera) each insert and each
+// page waits until its node has applied the cluster's earlier commits (galeraCreatePetSQL,
+// galeraListStatements).
+func NewResolver(db *store.DB, queryTimeout time.Duration) *Resolver {
+	r := &Resolver{DB: db.DB, Replicas: db.Replicas, queryTimeout: queryTimeout, insertSQL: createPetSQL,
+		listSQL: newListStatements(db.Dialect, queryTimeout), replicaSQL: replicaListStatements(queryTimeout),
+		settle: db.Settler}
+	if db.Galera {
+		r.insertSQL = galeraCreatePetSQL
+		r.listSQL = galeraListStatements(queryTimeout)
+	}
+	return r
 }
 
 // replica returns a replica for a read of ctx, or false when the read goes to the primary:

@@ -38,25 +38,44 @@ func (r *Resolver) published(ctx context.Context, id int64) {
 }
 
 // PetsAfter reads up to n pets after afterID in id order on the primary, of status when it is
-// not nil, and whether more follow: the listing's statement, which on MySQL waits for every
-// uncommitted lower id (see newListStatements), so no pet it skips can commit later. It is
-// live.HubOptions.Read.
+// not nil, and whether more follow: a settled page of the listing (settledPage), so no pet it
+// skips can commit later. It is live.HubOptions.Read.
 func (r *Resolver) PetsAfter(ctx context.Context, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error) {
-	return r.page(ctx, r.DB.Statement.ConnPool, r.listSQL, n, afterID, status)
+	return r.settledPage(ctx, n, afterID, status)
 }
 
-// LastPetID returns the highest pet id stored, 0 for none: where a Hub starts
-// (live.HubOptions.LastID).
+// LastPetID returns the highest pet id stored, 0 for none, once every id up to it is settled:
+// where a Hub starts (live.HubOptions.LastID).
 func (r *Resolver) LastPetID(ctx context.Context) (int64, error) {
-	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
-	defer cancel()
 	q := "SELECT COALESCE(MAX(id), 0) FROM pets"
 	if r.DB.Dialector.Name() == migrations.MySQL {
-		q += " LOCK IN SHARE MODE" // waits for the inserts under way to end
+		q += " LOCK IN SHARE MODE" // waits for the inserts in the table to end
 	}
+	for attempt := 0; ; attempt++ {
+		var before int64
+		if r.settle != nil {
+			before = r.settle.Settled()
+		}
+		id, err := r.lastID(ctx, q)
+		if err != nil || r.settle == nil {
+			return id, err
+		}
+		ok, err := r.settle.Check(ctx, before, id, nil, nil)
+		if err != nil || ok {
+			return id, err
+		}
+		if err := r.settle.Pause(ctx, attempt); err != nil {
+			return 0, store.APIError(err)
+		}
+	}
+}
+
+// lastID runs q, which reads the highest pet id, on the primary.
+func (r *Resolver) lastID(ctx context.Context, q string) (int64, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
+	defer cancel()
 	var id int64
-	err := r.DB.Statement.ConnPool.QueryRowContext(ctx, q).Scan(&id)
-	if err != nil {
+	if err := r.DB.Statement.ConnPool.QueryRowContext(ctx, q).Scan(&id); err != nil {
 		return 0, store.APIError(err)
 	}
 	return id, nil

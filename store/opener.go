@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"time"
 
 	"github.com/glebarez/sqlite"
 	"gorm.io/driver/mysql"
@@ -18,6 +19,10 @@ type Option func(*DB)
 // their connection pools with open (such as tracing.Tracer.OpenSQL, which traces every
 // statement) rather than with sql.Open.
 func WithOpener(open Opener) Option { return func(db *DB) { db.open = open } }
+
+// WithTimeout bounds the statements the database runs by itself (DB.Settler's) by timeout
+// (PETSTORE_DB_TIMEOUT), rather than DefaultTimeout.
+func WithTimeout(timeout time.Duration) Option { return func(db *DB) { db.timeout = timeout } }
 
 // withConn returns d with its connection pool opened by open, which GORM then uses as it is;
 // d itself when open is nil.

@@ -28,9 +28,6 @@ const ReplicaTimeout = time.Second
 // position, are read.
 const replicaPoll = 100 * time.Millisecond
 
-// settleBatch bounds the ids that one settling read locks and returns.
-const settleBatch = 10_000
-
 // Replicas routes reads to MariaDB replicas of the primary (PETSTORE_DB_REPLICAS). Nothing goes
 // to a replica unless its caller asks with Pick: writes, transactions, migrations and every
 // read that must see the latest write stay on the primary.
@@ -40,23 +37,19 @@ const settleBatch = 10_000
 // every commit made before t. A replica that holds none of the positions read within
 // MaxReplicaLag, or that does not answer, is skipped.
 //
-// It also keeps the pets settled: the highest id up to which every pet id handed out has
-// committed or rolled back. Ids are handed out before commit, and a replica applies
-// transactions in the primary's commit order, so a replica can hold pet 60 and not yet pet 50;
-// up to the settled id it cannot. A locking read of the ids above the last settled one on the
-// primary (the listing's LOCK IN SHARE MODE, see graph/pages.go) waits for every uncommitted
-// pet it meets, so when it returns, every id up to the last it read is settled; the GTID
-// position read after it covers their commits. A replica that reached that position lacks no
-// pet up to that id: a pet it lacks there does not exist, and a page of pets all at or below
-// it is the page the primary would serve.
+// It also keeps the primary's pets settled (Settler.Advance, every replicaPoll): the highest id
+// up to which every pet id handed out has committed or never will. Ids are handed out before
+// commit, and a replica applies transactions in the primary's commit order, so a replica can
+// hold pet 60 and not yet pet 50; up to the settled id it cannot: the GTID position read after
+// the settled id covers their commits. A replica that reached that position lacks no pet up
+// to that id: a pet it lacks there does not exist, and a page of pets all at or below it is
+// the page the primary would serve.
 type Replicas struct {
-	primary   *sql.DB
-	settleSQL string
-	timeout   time.Duration
-	members   []*replica
-	now       func() time.Time
-	next      atomic.Uint64 // round robin over members
-	settled   atomic.Int64  // every pet id up to this was committed or rolled back
+	primary *sql.DB
+	settler *Settler // the primary's
+	members []*replica
+	now     func() time.Time
+	next    atomic.Uint64 // round robin over members
 
 	mu      sync.Mutex
 	samples []sample // the primary's, oldest first, within MaxReplicaLag (and the newest)
@@ -100,16 +93,14 @@ type Read struct {
 // like the primary's) of primary, a MariaDB server with its binary log on, and starts watching
 // them. A replica that does not answer is skipped until it does; Close stops the watching and
 // closes the replicas.
-func OpenReplicas(ctx context.Context, primary *DB, urls []string, pool Pool, timeout time.Duration) (*Replicas, error) {
+func OpenReplicas(ctx context.Context, primary *DB, urls []string, pool Pool) (*Replicas, error) {
 	if primary.Dialect != migrations.MySQL {
 		return nil, errors.New("store: read replicas need a MySQL primary (PETSTORE_DB=mysql://...)")
 	}
 	if err := checkBinlog(ctx, primary.SQL()); err != nil {
 		return nil, err
 	}
-	rs := &Replicas{primary: primary.SQL(), timeout: timeout, now: time.Now,
-		settleSQL: fmt.Sprintf("SET STATEMENT max_statement_time=%.3f FOR SELECT id FROM pets WHERE id > ? ORDER BY id LIMIT %d LOCK IN SHARE MODE",
-			timeout.Seconds(), settleBatch)}
+	rs := &Replicas{primary: primary.SQL(), settler: primary.Settler, now: time.Now}
 	for _, u := range urls {
 		db, err := openReplica(u, pool, primary.open)
 		if err != nil {

@@ -5,12 +5,14 @@ import (
 	"time"
 )
 
-// start starts the watchers: one settles pets on the primary, one samples the primary's
-// position, one per replica reads its position.
+// start starts the watchers: one settles pets on the primary (a failed read is tried again
+// at the next poll: a transaction that stays open holds the settled id back, and with it the
+// pages that replicas serve), one samples the primary's position, one per replica reads its
+// position.
 func (rs *Replicas) start() {
 	ctx, stop := context.WithCancel(context.Background())
 	rs.stop = stop
-	rs.watchers.Go(func() { every(ctx, rs.settle) })
+	rs.watchers.Go(func() { every(ctx, func(ctx context.Context) { _, _ = rs.settler.Advance(ctx) }) })
 	rs.watchers.Go(func() { every(ctx, rs.samplePrimary) })
 	for _, m := range rs.members {
 		rs.watchers.Go(func() { every(ctx, func(ctx context.Context) { m.fresh.Store(rs.observe(ctx, m)) }) })
@@ -32,46 +34,9 @@ func every(ctx context.Context, fn func(context.Context)) {
 	}
 }
 
-// settle advances rs.settled over the pets committed since, with locking reads on the primary
-// that wait for every uncommitted pet they meet (see Replicas), a batch at a time. A read that
-// fails leaves it where it is until the next poll: a transaction that stays open holds it back,
-// and with it the pages that replicas serve.
-func (rs *Replicas) settle(ctx context.Context) {
-	for {
-		last, n, err := rs.settleBatch(ctx, rs.settled.Load())
-		if err != nil {
-			return
-		}
-		if n > 0 {
-			rs.settled.Store(last)
-		}
-		if n < settleBatch {
-			return
-		}
-	}
-}
-
-// settleBatch reads, locking, up to settleBatch ids above from: the last one and how many.
-func (rs *Replicas) settleBatch(ctx context.Context, from int64) (last int64, n int, err error) {
-	ctx, cancel := context.WithTimeout(ctx, rs.timeout)
-	defer cancel()
-	rows, err := rs.primary.QueryContext(ctx, rs.settleSQL, from)
-	if err != nil {
-		return 0, 0, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := rows.Scan(&last); err != nil {
-			return 0, 0, err
-		}
-		n++
-	}
-	return last, n, rows.Err()
-}
-
 // samplePrimary records the primary's position, with the pets settled before it was read.
 func (rs *Replicas) samplePrimary(ctx context.Context) {
-	settled := rs.settled.Load() // settled before the position is read, so covered by it
+	settled := rs.settler.Settled() // settled before the position is read, so covered by it
 	at := rs.now()
 	ctx, cancel := context.WithTimeout(ctx, MaxReplicaLag)
 	defer cancel()

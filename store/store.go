@@ -52,14 +52,19 @@ type DB struct {
 	Replicas *Replicas // nil: every read goes to the primary; closed with DB
 	open     Opener    // opens the connection pools of DB and its replicas; nil: sql.Open
 	// Galera is set when the server is a node of a Galera cluster (MariaDB Galera Cluster,
-	// Percona XtraDB Cluster: wsrep_on), whose listing needs more care (graph.Resolver.OnGalera).
+	// Percona XtraDB Cluster: wsrep_on), whose inserts and listing need more care (see
+	// graph.NewResolver).
 	Galera bool
+	// Settler knows which pet ids a cursor may pass (MySQL; nil on SQLite, whose one
+	// connection commits every write before a page is read).
+	Settler *Settler
+	timeout time.Duration // of a statement: DefaultTimeout unless WithTimeout
 }
 
 // Open connects to the database that dsn names, `sqlite:PATH` or
 // `mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]`, and checks that it answers.
 func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, error) {
-	db := new(DB)
+	db := &DB{timeout: DefaultTimeout}
 	for _, o := range opts {
 		o(db)
 	}
@@ -84,12 +89,27 @@ func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, erro
 		return nil, fmt.Errorf("store: %s does not answer: %w", dialect, err)
 	}
 	if dialect == migrations.MySQL {
-		if db.Galera, err = dblock.NodeLocal(ctx, db.SQL()); err != nil {
+		if err := db.detect(ctx); err != nil {
 			_ = db.Close()
 			return nil, fmt.Errorf("store: %s: %w", dialect, err)
 		}
 	}
 	return db, nil
+}
+
+// detect finds out whether the MySQL server is a Galera node and whether its ids come in
+// steps of one (auto_increment_increment), and sets up the Settler accordingly.
+func (db *DB) detect(ctx context.Context) error {
+	var err error
+	if db.Galera, err = dblock.NodeLocal(ctx, db.SQL()); err != nil {
+		return err
+	}
+	var step int64
+	if err := db.SQL().QueryRowContext(ctx, "SELECT @@auto_increment_increment").Scan(&step); err != nil {
+		return err
+	}
+	db.Settler = newSettler(db.SQL(), db.timeout, !db.Galera && step == 1)
+	return nil
 }
 
 // gormConfig is the GORM configuration of every database handle.

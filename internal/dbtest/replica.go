@@ -52,7 +52,7 @@ func Replicated(tb testing.TB) (*store.DB, *ReplicaPair) {
 		tb.Fatal(err)
 	}
 	pair.WaitApplied(tb)
-	if db.Replicas, err = store.OpenReplicas(ctx, db, []string{pair.Replica.DSN("petstore")}, store.DefaultPool, store.DefaultTimeout); err != nil {
+	if db.Replicas, err = store.OpenReplicas(ctx, db, []string{pair.Replica.DSN("petstore")}, store.DefaultPool); err != nil {
 		tb.Fatal(err)
 	}
 	WaitReady(tb, db.Replicas, 1)
