@@ -72,13 +72,13 @@ type listStatements struct{ all, byStatus, first, firstByStatus string }
 // (MariaDB's SET STATEMENT max_statement_time, MySQL's MAX_EXECUTION_TIME hint; each ignores
 // the other's comment), rather than keep a server thread after the client went: 503.
 //
-// The wait covers rows in the index; createPetSQL (pets.go) closes the gap before that.
+// The wait covers rows in the index. An insert that has its id and is not in the index yet
+// leaves a hole that the read cannot wait for: settledPage (store.Settler) reads the page
+// again until the hole fills or is settled.
 //
-// Rejected for the primary: never handing out a cursor beyond a "certainly committed"
-// watermark needs that watermark, which InnoDB does not expose (store.Replicas builds one for
-// replicas from these same locking reads, some ten a second, which a page cannot wait for);
-// committing in id order (a counter row locked until commit) would serialise every POST,
-// idempotent ones for their whole transaction.
+// Rejected: committing in id order (a counter row locked until commit) would serialise every
+// POST, idempotent ones for their whole transaction; entering rows in id order (INSERT ...
+// SELECT under the AUTO-INC table lock) cost a quarter of the POSTs a second (pets.go).
 func newListStatements(dialect string, timeout time.Duration) listStatements {
 	if dialect != migrations.MySQL {
 		return withSuffix("SELECT "+listColumns, "")
@@ -91,7 +91,7 @@ func newListStatements(dialect string, timeout time.Duration) listStatements {
 // everything the cluster committed before it (wsrep_sync_wait=1; MariaDB's SET STATEMENT,
 // which the connection's own wsrep_sync_wait, if set, makes redundant), so that a pet
 // committed through another node a moment before is listed. Writes still in flight on other
-// nodes are the settler's (settle.go).
+// nodes are store.Settler's.
 func galeraListStatements(timeout time.Duration) listStatements {
 	return mysqlListStatements(timeout, ", wsrep_sync_wait=1", " LOCK IN SHARE MODE")
 }
