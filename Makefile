@@ -105,7 +105,8 @@ bench-smoke:
 	$(GO) run ./tools/bench/cmd -smoke $(BENCHFLAGS)
 
 # Load and soak test (not part of `make test`): about 3-5 minutes against MySQL and Redis,
-# with a real MariaDB restart in the middle, so MySQL tests running meanwhile will fail.
+# with a real restart in the middle of a MariaDB of its own (free port, temporary data
+# directory; mariadbd and mariadb-install-db needed): the machine's MariaDB is never touched.
 soak:
 	$(GO) run ./tools/soak
 

@@ -5,16 +5,13 @@ import (
 	"database/sql"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	_ "github.com/go-sql-driver/mysql" // the admin connections
 
+	"petstore/internal/mariadbd"
 	"petstore/store"
 )
 
@@ -25,13 +22,10 @@ type ReplicaPair struct {
 	Primary, Replica *Server
 }
 
-// Server is one mariadbd that a test started.
+// Server is one mariadbd that a test started, with a connection to it.
 type Server struct {
-	Port   int
-	Admin  *sql.DB // root, no database
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	*mariadbd.Server
+	Admin *sql.DB // root, no database
 }
 
 // Replicated returns a fresh, migrated database on a primary of tb's own with one replica of it
@@ -84,10 +78,7 @@ func waitReady(tb testing.TB, rs *store.Replicas, n int, settled int64) {
 // StartReplicaPair starts a primary and a replica that replicates from it with GTIDs.
 func StartReplicaPair(tb testing.TB) *ReplicaPair {
 	tb.Helper()
-	mariadbd, err := exec.LookPath("mariadbd")
-	if err != nil {
-		mariadbd, err = exec.LookPath("/usr/sbin/mariadbd")
-	}
+	bin, err := mariadbd.Binary()
 	if err != nil {
 		Unreachable(tb, "mariadbd", err)
 	}
@@ -96,15 +87,15 @@ func StartReplicaPair(tb testing.TB) *ReplicaPair {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { _ = os.RemoveAll(base) })
-	if err := installDataDir(filepath.Join(base, "p")); err != nil {
+	if err := mariadbd.Install(filepath.Join(base, "p")); err != nil {
 		Unreachable(tb, "mariadb-install-db", err)
 	}
 	if err := os.CopyFS(filepath.Join(base, "r"), os.DirFS(filepath.Join(base, "p"))); err != nil {
 		tb.Fatal(err)
 	}
 	pair := &ReplicaPair{
-		Primary: startServer(tb, mariadbd, filepath.Join(base, "p"), 1),
-		Replica: startServer(tb, mariadbd, filepath.Join(base, "r"), 2, "--read-only=1"),
+		Primary: startServer(tb, mariadbd.Config{Binary: bin, Dir: filepath.Join(base, "p"), ServerID: 1}),
+		Replica: startServer(tb, mariadbd.Config{Binary: bin, Dir: filepath.Join(base, "r"), ServerID: 2, Extra: []string{"--read-only=1"}}),
 	}
 	pair.Replica.Exec(tb, fmt.Sprintf("CHANGE MASTER TO MASTER_HOST='127.0.0.1', MASTER_PORT=%d, MASTER_USER='root', "+
 		"MASTER_PASSWORD='', MASTER_USE_GTID=slave_pos, MASTER_CONNECT_RETRY=1", pair.Primary.Port))
@@ -113,86 +104,23 @@ func StartReplicaPair(tb testing.TB) *ReplicaPair {
 	return pair
 }
 
-// installDataDir makes a data directory whose root has no password.
-func installDataDir(dir string) error {
-	args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
-	}
-	out, err := exec.Command("mariadb-install-db", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("%w: %s", err, out)
-	}
-	return nil
-}
-
-// startServer starts mariadbd on dir with server id id, on a free port, small buffers and the
-// binary log on (every server can be a primary), stopped when tb ends.
-func startServer(tb testing.TB, mariadbd, dir string, id int, extra ...string) *Server {
+// startServer starts mariadbd as cfg says, on a free port, stopped when tb ends.
+func startServer(tb testing.TB, cfg mariadbd.Config) *Server {
 	tb.Helper()
-	var lastErr error
-	for range 3 { // the free port may be taken before the server binds it
-		s, err := launch(mariadbd, dir, freePort(tb), id, extra)
-		if err == nil {
-			tb.Cleanup(s.stop)
-			return s
-		}
-		lastErr = err
-	}
-	Unreachable(tb, "a test mariadbd", lastErr)
-	return nil
-}
-
-// launch starts mariadbd and waits up to 60 s until it answers.
-func launch(mariadbd, dir string, port, id int, extra []string) (*Server, error) {
-	args := append([]string{"--no-defaults", "--datadir=" + dir, "--port=" + strconv.Itoa(port),
-		"--bind-address=127.0.0.1", "--socket=" + dir + ".sock", "--pid-file=" + dir + ".pid",
-		"--log-error=" + dir + ".err", "--server-id=" + strconv.Itoa(id), "--log-bin=bin", "--gtid-strict-mode=1",
-		"--skip-name-resolve", "--innodb-buffer-pool-size=16M", "--innodb-log-file-size=4M",
-		"--performance-schema=0", "--max-connections=300"}, extra...)
-	if os.Geteuid() == 0 {
-		args = append(args, "--user=root")
-	}
-	cmd := exec.Command(mariadbd, args...)
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	s := &Server{Port: port, dir: dir, cmd: cmd, exited: make(chan struct{})}
-	go func() { _ = cmd.Wait(); close(s.exited) }()
-	admin, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/?timeout=2s", port))
+	s, err := mariadbd.Launch(context.Background(), cfg)
 	if err != nil {
-		s.stop()
-		return nil, err
+		Unreachable(tb, "a test mariadbd", err)
 	}
-	s.Admin = admin
-	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		select {
-		case <-s.exited:
-			s.stop()
-			return nil, fmt.Errorf("mariadbd exited: %s", s.errorLog())
-		default:
-		}
-		if err = admin.Ping(); err == nil {
-			return s, nil
-		}
-		if time.Now().After(deadline) {
-			s.stop()
-			return nil, fmt.Errorf("mariadbd does not answer: %v: %s", err, s.errorLog())
-		}
+	admin, err := sql.Open("mysql", fmt.Sprintf("root@tcp(127.0.0.1:%d)/?timeout=2s", s.Port))
+	if err != nil {
+		_ = s.Stop()
+		tb.Fatal(err)
 	}
-}
-
-// errorLog returns the last lines of the server's error log.
-func (s *Server) errorLog() string {
-	b, _ := os.ReadFile(s.dir + ".err")
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(0, len(lines)-5):], "\n")
-}
-
-// DSN returns the PETSTORE_DB address of database name on s.
-func (s *Server) DSN(name string) string {
-	return fmt.Sprintf("mysql://root:@127.0.0.1:%d/%s", s.Port, name)
+	tb.Cleanup(func() {
+		_ = admin.Close()
+		_ = s.Stop()
+	})
+	return &Server{Server: s, Admin: admin}
 }
 
 // Exec runs query on s as root.
@@ -200,29 +128,6 @@ func (s *Server) Exec(tb testing.TB, query string, args ...any) {
 	tb.Helper()
 	if _, err := s.Admin.Exec(query, args...); err != nil {
 		tb.Fatalf("%s: %v", query, err)
-	}
-}
-
-// Freeze stops s's process (SIGSTOP): its connections stay open and nothing answers.
-func (s *Server) Freeze() { _ = s.cmd.Process.Signal(syscall.SIGSTOP) }
-
-// Thaw continues s's process after Freeze.
-func (s *Server) Thaw() { _ = s.cmd.Process.Signal(syscall.SIGCONT) }
-
-// Stop stops s (SIGTERM, then SIGKILL after 30 s) and waits for it to exit.
-func (s *Server) Stop() { s.stop() }
-
-func (s *Server) stop() {
-	if s.Admin != nil {
-		_ = s.Admin.Close()
-	}
-	s.Thaw()
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(30 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
 	}
 }
 

@@ -48,7 +48,7 @@ func evaluate(ctx context.Context, env *environment, res *runResult) []check {
 	}
 	checks = append(checks, checkMemory(res.rss, res.rssErr, res.start.Add(env.opts.warmup)))
 	checks = append(checks, checkSurvived(ctx, env.svc))
-	stored, err := storedPets(ctx)
+	stored, err := storedPets(ctx, env.db)
 	if err != nil {
 		checks = append(checks, verdict("(b) every created pet stored exactly once", false, "reading the pets: %v", err))
 	} else {

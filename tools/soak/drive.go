@@ -75,7 +75,7 @@ func scheduledRestart(ctx context.Context, env *environment, at time.Time) *rest
 	if err := sleep(ctx, time.Until(at)); err != nil {
 		return &restartReport{err: err}
 	}
-	return restartDatabase(ctx, env.maria, env.opts.outage, env.svc.base)
+	return restartDatabase(ctx, env.db, env.opts.outage, env.svc.base)
 }
 
 // logProgress logs the request count, failures and creates being retried every

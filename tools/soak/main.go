@@ -1,7 +1,9 @@
 // Command soak is the load and soak test of the pet store service (`make soak`; not part of
-// `make test`). It builds the service, runs it against a fresh MySQL database (petstore_soak)
-// and Redis, and drives it for a few minutes from many keep-alive clients with a mix of list,
-// create and get requests. In the middle it restarts the machine's real MariaDB. Failed
+// `make test`). It builds the service, starts a MariaDB of its own (a fresh data directory in
+// its work folder, a free loopback port) with a fresh database petstore_soak, runs the service
+// against it and Redis, and drives it for a few minutes from many keep-alive clients with a
+// mix of list, create and get requests. In the middle it restarts its MariaDB for real
+// (SIGTERM, down for the outage, started again on the same port and data directory). Failed
 // creates are retried with their Idempotency-Key until they are acknowledged. At the end it
 // checks that no 5xx came outside the restart window, that every acknowledged pet is stored
 // exactly once, that memory stayed flat after the warm-up and that the service survived and
@@ -11,10 +13,11 @@
 //	go run ./soak -smoke             # 20 s, 16 workers, a 2 s outage
 //	go run ./soak -restart=false -duration 10m -keep
 //
-// It needs MariaDB at 127.0.0.1:3306 (root, no password) and Redis at 127.0.0.1:6379, and
-// root to restart MariaDB (start-stop-daemon). MariaDB is started again on every way out
-// (including SIGINT and SIGTERM), and petstore_soak is dropped unless -keep. The work folder
-// (service binary and log) is removed unless -keep or a check failed.
+// It needs mariadbd and mariadb-install-db (Debian's mariadb-server) and Redis at
+// 127.0.0.1:6379; the machine's own MariaDB is never used, stopped or restarted. On every way
+// out (including SIGINT and SIGTERM) it stops its MariaDB and removes the data directory
+// unless -keep. The work folder (service binary and log, MariaDB's log db.err) is removed
+// unless -keep or a check failed.
 package main
 
 import (
@@ -61,7 +64,7 @@ func parseFlags(args []string) (options, error) {
 		"after the load, how long unacknowledged creates keep retrying (past the service's 2-minute idempotency lease)")
 	fs.DurationVar(&o.timeout, "timeout", 5*time.Second, "client timeout of one request")
 	fs.StringVar(&o.logLevel, "log-level", "info", "the service's PETSTORE_LOG_LEVEL (its log is in the work folder)")
-	fs.BoolVar(&o.keep, "keep", false, "keep the database petstore_soak and the work folder")
+	fs.BoolVar(&o.keep, "keep", false, "keep the work folder with MariaDB's data directory (db)")
 	fs.BoolVar(&o.smoke, "smoke", false, "quick run: -duration 20s -workers 16 -outage 2s -warmup 5s")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -123,7 +126,7 @@ func run(args []string) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	env := &environment{opts: opts, maria: &mariadb{}}
+	env := &environment{opts: opts}
 	passed := false
 	defer func() { env.tearDown(!passed) }()
 	passed = soak(ctx, env)

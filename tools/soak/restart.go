@@ -4,16 +4,17 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"strings"
 	"time"
+
+	"petstore/internal/mariadbd"
 )
 
 // restartReport is the timeline of the database restart.
 type restartReport struct {
 	stopAt      time.Time // SIGTERM sent to mariadbd
 	exitedAt    time.Time // mariadbd gone
-	startAt     time.Time // start-stop-daemon run
-	answeringAt time.Time // MariaDB answers SELECT 1 again
+	startAt     time.Time // mariadbd started again
+	answeringAt time.Time // MariaDB answers a ping again
 	readyAt     time.Time // the service's /readyz answers 200 again
 	err         error     // the restart could not be completed
 }
@@ -27,16 +28,14 @@ func (r *restartReport) window(grace time.Duration, runEnd time.Time) (from, to 
 	return r.stopAt, r.answeringAt.Add(grace)
 }
 
-// restartDatabase stops MariaDB for real, keeps it down for outage, starts it again, waits
-// until it answers and then until the service at base is ready again.
-func restartDatabase(ctx context.Context, m *mariadb, outage time.Duration, base string) *restartReport {
+// restartDatabase stops the run's MariaDB s for real (SIGTERM), keeps it down for outage,
+// starts it again on the same port and data directory, waits until it answers and then until
+// the service at base is ready again.
+func restartDatabase(ctx context.Context, s *mariadbd.Server, outage time.Duration, base string) *restartReport {
 	r := &restartReport{}
-	if others, err := otherClients(ctx); err == nil && len(others) > 0 {
-		log.Printf("warning: other sessions use MariaDB and will see the restart: %s", strings.Join(others, ", "))
-	}
-	log.Print("stopping MariaDB")
+	log.Printf("stopping MariaDB (pid %d)", s.Pid())
 	r.stopAt = time.Now()
-	if r.err = m.stop(ctx); r.err != nil {
+	if r.err = s.Stop(); r.err != nil {
 		return r
 	}
 	r.exitedAt = time.Now()
@@ -45,7 +44,7 @@ func restartDatabase(ctx context.Context, m *mariadb, outage time.Duration, base
 	}
 	log.Print("starting MariaDB")
 	r.startAt = time.Now()
-	if r.err = m.start(ctx); r.err != nil {
+	if r.err = s.Start(ctx); r.err != nil {
 		return r
 	}
 	r.answeringAt = time.Now()
@@ -54,7 +53,7 @@ func restartDatabase(ctx context.Context, m *mariadb, outage time.Duration, base
 		return r
 	}
 	r.readyAt = time.Now()
-	log.Printf("MariaDB answers again after %v down; the service was ready %v later",
-		r.answeringAt.Sub(r.stopAt).Round(time.Millisecond), r.readyAt.Sub(r.answeringAt).Round(time.Millisecond))
+	log.Printf("MariaDB (pid %d) answers again after %v down; the service was ready %v later",
+		s.Pid(), r.answeringAt.Sub(r.stopAt).Round(time.Millisecond), r.readyAt.Sub(r.answeringAt).Round(time.Millisecond))
 	return r
 }

@@ -14,13 +14,14 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"petstore/internal/mariadbd"
 )
 
-// Where the run's services are: loopback only.
+// The run's services: the machine's Redis, and a database on a mariadbd of the run's own.
 const (
-	redisURL   = "redis://127.0.0.1:6379/0"
-	dbName     = "petstore_soak"
-	serviceDSN = "mysql://root:@127.0.0.1:3306/" + dbName
+	redisURL = "redis://127.0.0.1:6379/0"
+	dbName   = "petstore_soak"
 )
 
 // keyLimit is the per-minute and per-day limit of the run's enterprise key: no run comes
@@ -30,16 +31,17 @@ const keyLimit = "1000000000000"
 
 // environment is what the run set up, and undoes in tearDown.
 type environment struct {
-	opts      options
-	maria     *mariadb
-	dir       string // work folder: the service binary and its log
-	bin       string
-	dbCreated bool
-	key       string // the enterprise API key
-	svc       *service
+	opts  options
+	dir   string // work folder: the service binary and its log, MariaDB's data directory and log
+	bin   string
+	dbDir string           // MariaDB's data directory, in the work folder
+	db    *mariadbd.Server // the run's own MariaDB
+	key   string           // the enterprise API key
+	svc   *service
 }
 
-// setUp builds the service, creates a fresh database and a key, and starts the service.
+// setUp builds the service, starts a MariaDB of the run's own with a fresh database, creates a
+// key and starts the service.
 func (e *environment) setUp(ctx context.Context) error {
 	root, err := repoRoot()
 	if err != nil {
@@ -53,10 +55,13 @@ func (e *environment) setUp(ctx context.Context) error {
 	if err := goBuild(ctx, root, e.bin); err != nil {
 		return err
 	}
-	if err := resetDatabase(ctx); err != nil {
-		return err
+	e.dbDir = filepath.Join(e.dir, "db")
+	log.Print("starting a MariaDB of the run's own")
+	e.db, err = startDatabase(ctx, e.dbDir)
+	if err != nil {
+		return fmt.Errorf("MariaDB: %w", err)
 	}
-	e.dbCreated = true
+	log.Printf("MariaDB pid %d at 127.0.0.1:%d (data directory %s, log %s.err)", e.db.Pid(), e.db.Port, e.dbDir, e.dbDir)
 	if e.key, err = e.createKey(ctx); err != nil {
 		return err
 	}
@@ -68,24 +73,22 @@ func (e *environment) setUp(ctx context.Context) error {
 	return nil
 }
 
-// tearDown stops the service if it still runs, starts MariaDB again if the run left it
-// stopped, drops the database unless -keep, and removes the work folder unless -keep or
-// failed.
+// tearDown stops the service if it still runs, stops the run's MariaDB and removes its data
+// directory unless -keep, and removes the work folder unless -keep or failed.
 func (e *environment) tearDown(failed bool) {
 	if e.svc != nil {
 		e.svc.kill()
 	}
-	e.maria.restore()
-	if e.dbCreated && !e.opts.keep {
-		if err := dropDatabase(context.Background()); err != nil {
-			log.Printf("dropping %s: %v", dbName, err)
-		}
-	}
 	if e.dir == "" {
 		return
 	}
-	if e.opts.keep || failed {
-		log.Printf("kept the work folder %s (service binary and log)", e.dir)
+	stopDatabase(e.db, e.dbDir, e.opts.keep)
+	switch {
+	case e.opts.keep:
+		log.Printf("kept the work folder %s (service binary and log, MariaDB's data directory db and log db.err)", e.dir)
+		return
+	case failed:
+		log.Printf("kept the work folder %s (service binary and log, MariaDB's log db.err)", e.dir)
 		return
 	}
 	if err := os.RemoveAll(e.dir); err != nil {
@@ -103,7 +106,7 @@ func (e *environment) serviceEnv() []string {
 		}
 	}
 	return append(env,
-		"PETSTORE_DB="+serviceDSN,
+		"PETSTORE_DB="+e.db.DSN(dbName),
 		"PETSTORE_REDIS_URL="+redisURL,
 		"PETSTORE_ADDR=127.0.0.1:0", // the kernel picks a free port; the service prints it
 		"PETSTORE_DB_TIMEOUT=2s",

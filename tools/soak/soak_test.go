@@ -196,15 +196,6 @@ func TestAddrWatcher(t *testing.T) {
 	}
 }
 
-func TestAlive(t *testing.T) {
-	if !alive(os.Getpid()) {
-		t.Error("this process is not alive")
-	}
-	if alive(1 << 30) {
-		t.Error("a pid beyond pid_max is alive")
-	}
-}
-
 func TestSummarizeLog(t *testing.T) {
 	path := t.TempDir() + "/petstore.log"
 	log := `petstore listening on http://127.0.0.1:1 (REST at /v1/pets, GraphQL at /v1/graphql)
