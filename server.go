@@ -465,7 +465,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	}
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
-	subs, err := newLive(db, rdb, cfg.RateLimit.RedisKeyPrefix, resolver, authn, limiter, metrics, &gqlOpts)
+	subs, err := newLive(db, rdb, cfg.RateLimit, resolver, authn, limiter, metrics, &gqlOpts)
 	if err != nil {
 		return rest.Deps{}, err
 	}

@@ -23,7 +23,8 @@ func IsStream(r *http.Request) bool {
 // Stream returns the middleware of POST /v1/graphql with Accept: text/event-stream, placed
 // after auth.Require (a missing, unknown or revoked key gets 401, an over-limit or suspended
 // one 429, as any request): it holds one of the key's connection and subscription slots for
-// the stream (429 rate_limited over the cap), lifts the server's write timeout for it while
+// the stream (429 rate_limited over the cap; 503 unavailable while the Redis of the caps fails
+// and the policy is to fail closed), lifts the server's write timeout for it while
 // bounding each write by RegistryOptions.WriteTimeout, and ends the stream with an error event
 // saying why when the stream is cut off. Other requests pass untouched.
 func (r *Registry) Stream() gin.HandlerFunc {
@@ -37,18 +38,16 @@ func (r *Registry) Stream() gin.HandlerFunc {
 		}
 		ctx, cancel := context.WithCancel(c.Request.Context())
 		defer cancel()
-		conn, err := r.open(p, func(int, string) { cancel() })
-		if err == nil {
-			defer r.close(conn)
-			err = conn.Acquire(ctx)
-		}
+		conn, err := r.open(ctx, p, func(int, string) { cancel() }, true)
 		if err != nil {
-			c.Header("Retry-After", "5")
+			if apierr.From(err).Code == apierr.RateLimited {
+				c.Header("Retry-After", "5")
+			}
 			apierr.Write(c.Writer, c.Request, err)
 			c.Abort()
 			return
 		}
-		conn.held = true
+		defer r.close(conn)
 		rc := http.NewResponseController(c.Writer)
 		_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
 		c.Writer = &sseWriter{ResponseWriter: c.Writer, rc: rc, conn: conn, timeout: r.opts.WriteTimeout}

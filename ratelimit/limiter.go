@@ -240,7 +240,8 @@ func (l *Limiter) Charge(ctx context.Context, p *auth.Principal) error {
 
 // Suspended returns the keys of ids that are suspended now; it charges nothing and counts
 // nothing toward a suspension. In Redis the checks go in pipelines of their own, 1,000 keys
-// to a round trip (RedisCounters); it fails when any check fails.
+// to a round trip (RedisCounters). When the store fails, the failure policy applies: failing
+// open, no key is known to be suspended; failing closed, it returns the unavailable error.
 func (l *Limiter) Suspended(ctx context.Context, ids []int64) (map[int64]bool, error) {
 	const unlimited = 1 << 50 // no window binds: only a suspension rejects
 	p := Policy{PerMinute: unlimited, PerDay: unlimited, Suspension: l.suspend}
@@ -250,8 +251,13 @@ func (l *Limiter) Suspended(ctx context.Context, ids []int64) (map[int64]bool, e
 	}
 	ds, err := checkAll(ctx, l.store, subjs, p)
 	if err != nil {
-		return nil, err
+		l.noteFailure(ctx, err)
+		if l.failOpen {
+			return nil, nil
+		}
+		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
 	}
+	l.storeAnswered(ctx)
 	out := map[int64]bool{}
 	for i, d := range ds {
 		if d.Outcome == Suspended {
