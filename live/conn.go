@@ -279,20 +279,23 @@ func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kind
 	for i, kind := range kinds {
 		sets[i] = l.set(kind, id)
 	}
-	tokens, full, err := l.take(ctx, sets, n)
+	tokens := l.tokens(sets)
+	full, err := l.take(ctx, sets, tokens, n)
 	switch {
-	case err == nil && tokens == nil:
+	case err == nil && full >= 0:
 		return nil, tooMany(slotNames[kinds[full]], n, plan)
-	case err != nil && ctx.Err() != nil:
-		return nil, ctx.Err() // the client has gone
+	case err != nil && ctx.Err() != nil: // the client has gone
+		l.drop(sets, tokens)
+		return nil, ctx.Err()
+	case err != nil && !r.opts.FailOpen:
+		r.leaseFailed(err)
+		l.drop(sets, tokens)
+		return nil, &apierr.Error{Code: apierr.Unavailable, Err: err,
+			Message: "cannot count this API key's subscriptions on every instance now; retry in a second"}
 	case err != nil:
 		r.leaseFailed(err)
-		if !r.opts.FailOpen {
-			return nil, &apierr.Error{Code: apierr.Unavailable, Err: err,
-				Message: "cannot count this API key's subscriptions on every instance now; retry in a second"}
-		}
-		tokens = l.hold(sets)
 	}
+	l.keep(sets, tokens)
 	return func() {
 		for i, set := range sets {
 			l.release(set, tokens[i])

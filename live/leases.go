@@ -66,59 +66,69 @@ func (l *Leases) set(kind string, id int64) string {
 	return "{" + l.prefix + "live:k:" + strconv.FormatInt(id, 10) + "}:" + kind
 }
 
-// token returns a new holder's token: this instance's part and a sequence number.
-func (l *Leases) token() string {
-	return l.self + ":" + strconv.FormatUint(l.seq.Add(1), 36)
-}
-
-// take adds a lease to each of sets (one key's) when every one holds fewer than n, and
-// returns their tokens; when one is full, it returns nil and that set's index. On an error the
-// leases may or may not have been taken: they end by themselves.
-func (l *Leases) take(ctx context.Context, sets []string, n int) ([]string, int, error) {
+// tokens returns a new holder's token for each of sets: this instance's part and a sequence
+// number.
+func (l *Leases) tokens(sets []string) []string {
 	tokens := make([]string, len(sets))
-	argv := make([]any, 0, 3+len(sets))
-	argv = append(argv, "take", LeaseFor.Milliseconds(), n)
-	for i := range sets {
-		tokens[i] = l.token()
-		argv = append(argv, tokens[i])
-	}
-	v, err := leasesScript.Run(ctx, l.client, sets, argv...).Int64Slice()
-	if err != nil {
-		return nil, 0, err
-	}
-	if len(v) != 2 || v[0] == 0 && (v[1] < 1 || int(v[1]) > len(sets)) {
-		return nil, 0, fmt.Errorf("live: unexpected lease reply %v", v)
-	}
-	if v[0] == 0 {
-		return nil, int(v[1]) - 1, nil
-	}
-	for i, set := range sets {
-		l.keep(set, tokens[i])
-	}
-	return tokens, 0, nil
-}
-
-// hold returns tokens of sets held without asking Redis (which failed): renewals add them to
-// the sets once Redis answers.
-func (l *Leases) hold(sets []string) []string {
-	tokens := make([]string, len(sets))
-	for i, set := range sets {
-		tokens[i] = l.token()
-		l.keep(set, tokens[i])
+	for i := range tokens {
+		tokens[i] = l.self + ":" + strconv.FormatUint(l.seq.Add(1), 36)
 	}
 	return tokens
 }
 
-// keep notes token as held, for the renewals.
-func (l *Leases) keep(set, token string) {
+// take adds a lease of each of tokens to its set of sets (one key's) when every one holds
+// fewer than n, and returns -1; when one is full, it adds none and returns that set's index.
+// On an error the leases may or may not have been taken: keep or drop them.
+func (l *Leases) take(ctx context.Context, sets, tokens []string, n int) (int, error) {
+	argv := make([]any, 0, 3+len(tokens))
+	argv = append(argv, "take", LeaseFor.Milliseconds(), n)
+	for _, tok := range tokens {
+		argv = append(argv, tok)
+	}
+	v, err := leasesScript.Run(ctx, l.client, sets, argv...).Int64Slice()
+	switch {
+	case err != nil:
+		return 0, err
+	case len(v) != 2 || v[0] == 0 && (v[1] < 1 || int(v[1]) > len(sets)):
+		return 0, fmt.Errorf("live: unexpected lease reply %v", v)
+	case v[0] == 0:
+		return int(v[1]) - 1, nil
+	}
+	return -1, nil
+}
+
+// keep notes tokens as held in sets: renewals send them from now on (and add them to Redis
+// when it lost them, or never got them).
+func (l *Leases) keep(sets, tokens []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	tokens := l.held[set]
-	if tokens == nil {
-		tokens = map[string]struct{}{}
-		l.held[set] = tokens
+	for i, set := range sets {
+		held := l.held[set]
+		if held == nil {
+			held = map[string]struct{}{}
+			l.held[set] = held
+		}
+		held[tokens[i]] = struct{}{}
 	}
-	tokens[token] = struct{}{}
+}
+
+// drop removes tokens not held from sets, at once, by run: the leases of a take whose outcome
+// is unknown.
+func (l *Leases) drop(sets, tokens []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, set := range sets {
+		l.released[set] = append(l.released[set], tokens[i])
+	}
+	l.poke()
+}
+
+// poke wakes run; l.mu is held.
+func (l *Leases) poke() {
+	select {
+	case l.wake <- struct{}{}:
+	default:
+	}
 }
 
 // release lets the lease of token go: it is removed from Redis at once, by run.
@@ -134,10 +144,7 @@ func (l *Leases) release(set, token string) {
 		delete(l.held, set)
 	}
 	l.released[set] = append(l.released[set], token)
-	select {
-	case l.wake <- struct{}{}:
-	default:
-	}
+	l.poke()
 }
 
 // run renews the leases every RenewEvery and removes those let go as they are, until ctx
