@@ -486,7 +486,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		Metrics:    metrics,
 		Ready:      db.Ready,
 		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
-		Stream:     subs.Stream(),
+		Stream:     subs.Stream(gql),
 		Shutdown:   subs.Shutdown,
 	}, nil
 }

@@ -97,7 +97,8 @@ type Registry struct {
 	pending  map[string]int // unauthenticated WebSockets by client address
 	ws       map[*wsConn]struct{}
 	shutdown bool
-	leasing  chan struct{} // closed when Leases.run has returned; nil until it starts
+	leasing  chan struct{}  // closed when Leases.run has returned; nil until it starts
+	streams  sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
 }
 
 type keyConns struct {
@@ -344,8 +345,8 @@ func (c *Conn) CutReason() (int, string) {
 }
 
 // Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error
-// event saying so), lets every lease in Redis go and refuses new connections; the Hub's
-// goroutines and the Registry's stop.
+// event saying so, which it waits for, at most WriteTimeout), lets every lease in Redis go
+// and refuses new connections; the Hub's goroutines and the Registry's stop.
 func (r *Registry) Shutdown() {
 	r.mu.Lock()
 	r.shutdown = true
@@ -359,6 +360,12 @@ func (r *Registry) Shutdown() {
 	r.mu.Unlock()
 	for _, c := range all {
 		c.Cut(CloseGoingAway, ReasonShutdown)
+	}
+	ended := make(chan struct{})
+	go func() { r.streams.Wait(); close(ended) }()
+	select { // their last events written: net/http does not wait for connections taken from it
+	case <-ended:
+	case <-time.After(r.opts.WriteTimeout):
 	}
 	r.stop()
 	if leasing != nil { // the leases go at once: their clients reconnect to other instances
