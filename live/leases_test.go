@@ -2,6 +2,8 @@ package live
 
 import (
 	"context"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -67,4 +69,50 @@ func TestLeasesFailurePolicy(t *testing.T) {
 			}
 		})
 	}
+}
+
+// BenchmarkLeasesRenew is one renewal round of an instance holding a subscription and a
+// connection of each of 2,000 keys (4,000 sets, in pipelines of 1,000): wall time and
+// redis-server's CPU time per round (INFO cpu, every client of the server included).
+func BenchmarkLeasesRenew(b *testing.B) {
+	client, prefix := dbtest.Redis(b)
+	leases := NewLeases(client, prefix)
+	ctx := context.Background()
+	for id := range int64(2000) {
+		sets := []string{leases.set("conns", id), leases.set("subs", id)}
+		tokens := leases.tokens(sets)
+		if full, err := leases.take(ctx, sets, tokens, 2); err != nil || full >= 0 {
+			b.Fatalf("take: %d %v", full, err)
+		}
+		leases.keep(sets, tokens)
+	}
+	cpu0 := redisCPU(b, client)
+	b.ResetTimer()
+	for range b.N {
+		if err := leases.renew(ctx); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(redisCPU(b, client)-cpu0)/float64(b.N), "redis-cpu-ns/op")
+}
+
+// redisCPU returns the CPU time redis-server has used, user and system (INFO cpu).
+func redisCPU(b *testing.B, client *redis.Client) time.Duration {
+	info, err := client.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total time.Duration
+	for line := range strings.Lines(info) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			sec, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				b.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+	}
+	return total
 }
