@@ -31,6 +31,7 @@ func TestStreamEndsWithItsClient(t *testing.T) {
 		}
 		return status == http.StatusOK
 	})
+	time.Sleep(200 * time.Millisecond) // the third joins the Hub
 	if n := activeSubscriptions(t, s.url); n != 2 {
 		t.Fatalf("%d subscriptions active; want 2", n)
 	}
