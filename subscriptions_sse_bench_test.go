@@ -113,7 +113,7 @@ func idleStreamCost(tb testing.TB, n int) (bytesPer, goroutinesPer float64) {
 		tb.Fatal(err)
 	}
 	_ = warm.Close() // the first stream's one-time costs (the GraphQL document cached) are not counted
-	before, gBefore := serverCost()
+	before, gBefore := settledCost(tb)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleStreamsHelper$")
 	cmd.Env = append(os.Environ(), idleStreamsEnv+"="+strings.TrimPrefix(s.url, "http://")+","+strconv.Itoa(n)+","+strings.Join(keys, ","))
 	stdin, _ := cmd.StdinPipe()
@@ -135,7 +135,24 @@ func idleStreamCost(tb testing.TB, n int) (bytesPer, goroutinesPer float64) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	after, gAfter := serverCost()
-	return float64(after-before) / float64(n), float64(gAfter-gBefore) / float64(n)
+	return (float64(after) - float64(before)) / float64(n), float64(gAfter-gBefore) / float64(n)
+}
+
+// settledCost returns serverCost once the process's goroutines have stopped coming and going
+// for half a second (the warm-up stream's, and earlier tests' winding down), at most 10 s.
+func settledCost(tb testing.TB) (uint64, int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	bytes, g := serverCost()
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		b2, g2 := serverCost()
+		if g2 == g {
+			return b2, g2
+		}
+		bytes, g = b2, g2
+	}
+	return bytes, g
 }
 
 // BenchmarkIdleStreams reports the server's memory and goroutines per idle SSE stream (goal:
