@@ -141,6 +141,7 @@ type chunkedWriter struct {
 	ended bool
 }
 
+// Header returns the answer's header, the middleware's as the stream was taken over.
 func (w *chunkedWriter) Header() http.Header { return w.header }
 
 // WriteHeader writes the answer's head, once.
@@ -214,6 +215,8 @@ type sseWriter struct {
 
 var completeEvent = []byte("event: complete")
 
+// Write writes b within the write timeout, after an error event saying why when b completes a
+// stream that was cut off.
 func (w *sseWriter) Write(b []byte) (int, error) {
 	_ = w.deadline(time.Now().Add(w.timeout))
 	if bytes.HasPrefix(b, completeEvent) {
