@@ -461,7 +461,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	resolver := graph.NewResolver(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
-	subs, err := newLive(db, rdb, cfg.RateLimit.RedisKeyPrefix, resolver, authn, limiter, metrics, &gqlOpts)
+	subs, err := newLive(db, rdb, cfg.RateLimit, resolver, authn, limiter, metrics, &gqlOpts)
 	if err != nil {
 		return rest.Deps{}, err
 	}
@@ -482,7 +482,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		Metrics:    metrics,
 		Ready:      db.Ready,
 		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
-		Stream:     subs.Stream(),
+		Stream:     subs.Stream(gql),
 		Shutdown:   subs.Shutdown,
 	}, nil
 }

@@ -17,25 +17,29 @@ const liveChannel = "live:pets-added"
 
 // newLive wires the petAdded subscription (package live) into resolver, gqlOpts and deps'
 // middleware: a Hub fed by the resolver's writes, fanned out through rdb when it is not nil
-// (on the channel liveChannel after prefix),
-// and the Registry of its connections, authenticated by authn and charged by limiter. It
-// returns the Registry, whose Shutdown closes every subscriber.
-func newLive(db *store.DB, rdb redis.UniversalClient, prefix string, resolver *graph.Resolver,
+// (on the channel liveChannel after rl's key prefix), and the Registry of its connections,
+// authenticated by authn and charged by limiter, whose caps hold on every instance sharing rdb
+// (leases under rl's key prefix, with rl's failure policy). It returns the Registry, whose
+// Shutdown closes every subscriber.
+func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, resolver *graph.Resolver,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics, gqlOpts *graph.Options) (*live.Registry, error) {
 	lm := live.NewMetrics()
 	if err := metrics.Register(lm.Collectors()...); err != nil {
 		return nil, err
 	}
 	hubOpts := live.HubOptions{Read: resolver.PetsAfter, LastID: resolver.LastPetID, Metrics: lm}
+	regOpts := live.RegistryOptions{
+		Caps:     live.DefaultCaps(),
+		Check:    live.KeyCheck(db.DB, limiter.Suspended),
+		Charge:   limiter.Charge,
+		FailOpen: rl.FailOpen,
+	}
 	if rdb != nil {
-		hubOpts.Bus = live.NewRedisBus(rdb, prefix+liveChannel)
+		hubOpts.Bus = live.NewRedisBus(rdb, rl.RedisKeyPrefix+liveChannel)
+		regOpts.Leases = live.NewLeases(rdb, rl.RedisKeyPrefix)
 	}
 	hub := live.NewHub(hubOpts)
-	reg := live.NewRegistry(hub, live.RegistryOptions{
-		Caps:   live.DefaultCaps(),
-		Check:  live.KeyCheck(db.DB, limiter.Suspended),
-		Charge: limiter.Charge,
-	})
+	reg := live.NewRegistry(hub, regOpts)
 	resolver.Live = reg
 	resolver.Published = hub.Publish
 	ws := reg.Websocket(authn.Authenticate)

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/coder/websocket"
+	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
 	"petstore/config"
@@ -288,28 +290,49 @@ func metricsText(t *testing.T, base string) string {
 }
 
 // TestSuspendedKeyLosesSubscriptions: a key suspended for sending on after being rate limited
-// loses its WebSockets with 4403 within a few seconds.
+// loses its WebSockets with 4403 within a few seconds, with the limiter in process and in
+// Redis (where the recheck asks about every key at once), among other keys with subscriptions.
 func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
-	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
-	key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 1, PerDay: 1000})
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := s.connect(t, key) // the upgrade is charged to the address: the key's one request is the subscription
-	w.subscribe("1", "")
-	time.Sleep(200 * time.Millisecond)
-	for range 25 { // rate limited, then suspended (20 rejections)
-		req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/pets", nil)
-		req.Header.Set("Authorization", "Bearer "+key)
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-	}
-	if code, reason := w.closeStatus(10 * time.Second); code != live.CloseForbidden || !strings.Contains(reason, "suspended") {
-		t.Fatalf("close %d %q; want %d saying suspended", code, reason, live.CloseForbidden)
+	for _, shared := range []bool{false, true} {
+		t.Run(map[bool]string{false: "in process", true: "redis"}[shared], func(t *testing.T) {
+			db := dbtest.New(t, "sqlite")
+			cfg := config.Default()
+			var rdb redis.UniversalClient
+			if shared {
+				var prefix string
+				rdb, prefix = dbtest.Redis(t)
+				cfg.RateLimit.RedisKeyPrefix = prefix
+			}
+			s := newLiveServer(t, db, rdb, cfg, "business")
+			others := s.connect(t, s.key)
+			others.subscribe("1", "")
+			key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 1, PerDay: 1000})
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := s.connect(t, key) // the upgrade is charged to the address: the key's one request is the subscription
+			w.subscribe("1", "")
+			time.Sleep(200 * time.Millisecond)
+			for range 25 { // rate limited, then suspended (20 rejections)
+				req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/pets", nil)
+				req.Header.Set("Authorization", "Bearer "+key)
+				resp, err := http.DefaultClient.Do(req)
+				if err != nil {
+					t.Fatal(err)
+				}
+				resp.Body.Close()
+			}
+			start := time.Now()
+			if code, reason := w.closeStatus(10 * time.Second); code != live.CloseForbidden || !strings.Contains(reason, "suspended") {
+				t.Fatalf("close %d %q; want %d saying suspended", code, reason, live.CloseForbidden)
+			}
+			if d := time.Since(start); d > 5*time.Second {
+				t.Fatalf("closed after %v; want within 5 s (checked every 2 s)", d)
+			}
+			if m, err := others.readErr(500 * time.Millisecond); !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("the other key's socket: %+v %v; want it open and quiet", m, err)
+			}
+		})
 	}
 }
 

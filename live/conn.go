@@ -14,7 +14,7 @@ import (
 const (
 	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
 	CloseSlow        = 1008 // policy violation: the subscriber did not keep up
-	CloseRetry       = 1013 // try again later: the database failed while resuming
+	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed, or the instance drains
 	CloseForbidden   = 4403 // missing, unknown, revoked or suspended key
 	CloseInitTimeout = 4408 // no connection_init in time
 	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
@@ -23,7 +23,8 @@ const (
 // ReasonShutdown is the close reason when the instance shuts down.
 const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
 
-// Caps bound what one subject may hold at once on an instance.
+// Caps bound what one subject may hold at once: a key on every instance sharing one Redis
+// (RegistryOptions.Leases), else on this instance; a client address on this instance.
 type Caps struct {
 	// PerPlan is the most subscriptions (and WebSocket connections) a key of each plan may
 	// hold; a plan it does not name, enterprise, gets Enterprise.
@@ -70,6 +71,13 @@ type RegistryOptions struct {
 	// WriteTimeout bounds each write to a subscriber (default 10 s): a peer that does not read
 	// is closed then.
 	WriteTimeout time.Duration
+	// Leases, when not nil, hold the caps of each key on every instance sharing its Redis; nil:
+	// each instance holds them on its own.
+	Leases *Leases
+	// FailOpen is what a new connection or subscription gets while the Redis of Leases fails:
+	// true admits it within this instance's caps, false refuses it as unavailable (the rate
+	// limiter's policy, PETSTORE_RATELIMIT_FAIL_OPEN). Those already open stay open either way.
+	FailOpen bool
 }
 
 // Registry knows every subscriber connection of the instance: it applies the caps, cuts off
@@ -89,6 +97,8 @@ type Registry struct {
 	pending  map[string]int // unauthenticated WebSockets by client address
 	ws       map[*wsConn]struct{}
 	shutdown bool
+	leasing  chan struct{}  // closed when Leases.run has returned; nil until it starts
+	streams  sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
 }
 
 type keyConns struct {
@@ -125,7 +135,8 @@ type Conn struct {
 	// charged as the HTTP requests they are); principal is its key.
 	ws        bool
 	principal *auth.Principal
-	held      bool // an SSE stream, which holds its subscription slot from the start
+	held      bool   // an SSE stream, which holds its subscription slot from open to close
+	release   func() // lets the connection's lease go (RegistryOptions.Leases); nil without
 
 	mu     sync.Mutex
 	reason string
@@ -148,63 +159,169 @@ func tooMany(what string, n int, plan string) *apierr.Error {
 		"this API key already holds %d %s, the most its %s plan allows at once; close one first", n, what, plan)
 }
 
-// open registers a connection of p, closed by cut; it fails over the key's cap.
-func (r *Registry) open(p *auth.Principal, cut func(code int, reason string)) (*Conn, error) {
+// open registers a connection of p, closed by cut, and for a stream (an SSE stream) its
+// subscription too; it fails over the key's caps.
+func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code int, reason string), stream bool) (*Conn, error) {
 	r.startOnce.Do(func() { go r.loop() })
+	n := r.opts.Caps.capOf(p.Plan.Name)
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	if r.shutdown {
+		r.mu.Unlock()
 		return nil, errShuttingDown
 	}
+	r.startLeasing()
 	k := r.keys[p.KeyID]
 	if k == nil {
 		k = &keyConns{conns: map[*Conn]struct{}{}}
 		r.keys[p.KeyID] = k
 	}
-	if n := r.opts.Caps.capOf(p.Plan.Name); len(k.conns) >= n {
-		return nil, tooMany("connections", n, p.Plan.Name)
+	var err error
+	switch {
+	case len(k.conns) >= n:
+		err = tooMany("connections", n, p.Plan.Name)
+	case stream && k.subs >= n:
+		err = tooMany("subscriptions", n, p.Plan.Name)
 	}
-	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut}
+	if err != nil {
+		if len(k.conns) == 0 && k.subs == 0 {
+			delete(r.keys, p.KeyID)
+		}
+		r.mu.Unlock()
+		return nil, err
+	}
+	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream}
 	k.conns[c] = struct{}{}
+	kinds := []string{"conns"}
+	if stream {
+		k.subs++
+		kinds = append(kinds, "subs")
+	}
+	r.mu.Unlock()
+	release, err := r.share(ctx, p.KeyID, p.Plan.Name, n, kinds...)
+	if err != nil {
+		r.close(c)
+		return nil, err
+	}
+	c.release = release
 	return c, nil
 }
 
-// close forgets c.
+// close forgets c (and the subscription of a stream) and lets its leases go.
 func (r *Registry) close(c *Conn) {
+	if c.release != nil {
+		c.release()
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if k := r.keys[c.KeyID]; k != nil {
 		delete(k.conns, c)
+		if c.held {
+			k.subs--
+		}
 		if len(k.conns) == 0 && k.subs == 0 {
 			delete(r.keys, c.KeyID)
 		}
 	}
 }
 
-// Acquire takes one of the key's subscription slots until ctx ends; it fails over the cap.
+// Acquire takes one of the key's subscription slots until ctx ends; it fails over the cap,
+// and, with Leases, while their Redis fails when the policy is to fail closed.
 func (c *Conn) Acquire(ctx context.Context) error {
 	r := c.reg
+	n := r.opts.Caps.capOf(c.plan)
 	r.mu.Lock()
 	k := r.keys[c.KeyID]
-	if k == nil {
+	if k == nil || r.shutdown {
 		r.mu.Unlock()
 		return errShuttingDown
 	}
-	if n := r.opts.Caps.capOf(c.plan); k.subs >= n {
+	if k.subs >= n {
 		r.mu.Unlock()
 		return tooMany("subscriptions", n, c.plan)
 	}
 	k.subs++
 	r.mu.Unlock()
+	release, err := r.share(ctx, c.KeyID, c.plan, n, "subs")
+	if err != nil {
+		r.dropSub(c.KeyID, k)
+		return err
+	}
 	context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		k.subs--
-		if len(k.conns) == 0 && k.subs == 0 && r.keys[c.KeyID] == k {
-			delete(r.keys, c.KeyID)
-		}
-		r.mu.Unlock()
+		release()
+		r.dropSub(c.KeyID, k)
 	})
 	return nil
+}
+
+// dropSub gives back one of k's subscription slots, k being key id's.
+func (r *Registry) dropSub(id int64, k *keyConns) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k.subs--
+	if len(k.conns) == 0 && k.subs == 0 && r.keys[id] == k {
+		delete(r.keys, id)
+	}
+}
+
+// slotNames names the kinds of slots in refusals.
+var slotNames = map[string]string{"conns": "connections", "subs": "subscriptions"}
+
+// share takes, with Leases, a lease of each of kinds ("conns", "subs") of key id under its cap
+// n, counted on every instance, and returns what lets them go; without Leases it does nothing.
+// Over the cap it refuses as this instance's cap does (plan: the key's). When Redis fails,
+// RegistryOptions.FailOpen decides: the slots are held here (renewals add their leases once
+// Redis answers), or refused as unavailable.
+func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kinds ...string) (func(), error) {
+	l := r.opts.Leases
+	if l == nil {
+		return func() {}, nil
+	}
+	sets := make([]string, len(kinds))
+	for i, kind := range kinds {
+		sets[i] = l.set(kind, id)
+	}
+	tokens := l.tokens(sets)
+	full, err := l.take(ctx, sets, tokens, n)
+	switch {
+	case err == nil && full >= 0:
+		return nil, tooMany(slotNames[kinds[full]], n, plan)
+	case err != nil && ctx.Err() != nil: // the client has gone
+		l.drop(sets, tokens)
+		return nil, ctx.Err()
+	case err != nil && !r.opts.FailOpen:
+		r.leaseFailed(err)
+		l.drop(sets, tokens)
+		return nil, &apierr.Error{Code: apierr.Unavailable, Err: err,
+			Message: "cannot count this API key's subscriptions on every instance now; retry in a second"}
+	case err != nil:
+		r.leaseFailed(err)
+	}
+	l.keep(sets, tokens)
+	return func() {
+		for i, set := range sets {
+			l.release(set, tokens[i])
+		}
+	}, nil
+}
+
+// startLeasing starts Leases.run with the first connection; r.mu is held.
+func (r *Registry) startLeasing() {
+	if r.opts.Leases == nil || r.leasing != nil {
+		return
+	}
+	done := make(chan struct{})
+	r.leasing = done
+	go func() {
+		defer close(done)
+		r.opts.Leases.run(r.ctx, r.leaseFailed)
+	}()
+}
+
+// leaseFailed counts and logs a failure of the Redis of Leases.
+func (r *Registry) leaseFailed(err error) {
+	r.hub.metrics.capErrors.Inc()
+	logEvery(&r.hub.metrics.lastCapLog, "live: the Redis of the subscription caps failed; caps fall back to this instance's "+
+		"(or new subscriptions are refused, failing closed) until it answers", err)
 }
 
 // Cut closes c with code and reason; the first call wins.
@@ -228,10 +345,12 @@ func (c *Conn) CutReason() (int, string) {
 }
 
 // Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error
-// event saying so) and refuses new ones; the Hub's goroutines and the Registry's stop.
+// event saying so, which it waits for, at most WriteTimeout), lets every lease in Redis go
+// and refuses new connections; the Hub's goroutines and the Registry's stop.
 func (r *Registry) Shutdown() {
 	r.mu.Lock()
 	r.shutdown = true
+	leasing := r.leasing
 	var all []*Conn
 	for _, k := range r.keys {
 		for c := range k.conns {
@@ -242,7 +361,21 @@ func (r *Registry) Shutdown() {
 	for _, c := range all {
 		c.Cut(CloseGoingAway, ReasonShutdown)
 	}
+	ended := make(chan struct{})
+	go func() { r.streams.Wait(); close(ended) }()
+	select { // their last events written: net/http does not wait for connections taken from it
+	case <-ended:
+	case <-time.After(r.opts.WriteTimeout):
+	}
 	r.stop()
+	if leasing != nil { // the leases go at once: their clients reconnect to other instances
+		<-leasing
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := r.opts.Leases.releaseAll(ctx); err != nil {
+			r.leaseFailed(err)
+		}
+		cancel()
+	}
 	r.hub.Close()
 }
 

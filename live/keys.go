@@ -12,10 +12,11 @@ import (
 const keyChunk = 500
 
 // KeyCheck returns the CheckFunc of the key table in db (a key revoked or gone is cut off)
-// and of suspended, which reports whether the rate limiter suspended a key
-// (ratelimit.Limiter.Suspended; nil: none is). It reads the primary, not the key cache, so that
-// a revoked key loses its subscriptions within RegistryOptions.RecheckEvery.
-func KeyCheck(db *gorm.DB, suspended func(ctx context.Context, id int64) (bool, error)) CheckFunc {
+// and of suspended, which returns the keys of ids that the rate limiter suspended
+// (ratelimit.Limiter.Suspended, asked once for all of them; nil: none is). It reads the primary,
+// not the key cache, so that a revoked key loses its subscriptions within
+// RegistryOptions.RecheckEvery.
+func KeyCheck(db *gorm.DB, suspended func(ctx context.Context, ids []int64) (map[int64]bool, error)) CheckFunc {
 	return func(ctx context.Context, ids []int64) (map[int64]string, error) {
 		valid := make(map[int64]bool, len(ids))
 		for start := 0; start < len(ids); start += keyChunk {
@@ -30,21 +31,23 @@ func KeyCheck(db *gorm.DB, suspended func(ctx context.Context, id int64) (bool, 
 			}
 		}
 		bad := map[int64]string{}
+		kept := make([]int64, 0, len(valid))
 		for _, id := range ids {
-			if !valid[id] {
+			if valid[id] {
+				kept = append(kept, id)
+			} else {
 				bad[id] = "was revoked"
-				continue
 			}
-			if suspended == nil {
-				continue
-			}
-			s, err := suspended(ctx, id)
-			if err != nil {
-				return nil, err
-			}
-			if s {
-				bad[id] = "is suspended for sending requests after being rate limited"
-			}
+		}
+		if suspended == nil || len(kept) == 0 {
+			return bad, nil
+		}
+		s, err := suspended(ctx, kept)
+		if err != nil {
+			return nil, err
+		}
+		for id := range s {
+			bad[id] = "is suspended for sending requests after being rate limited"
 		}
 		return bad, nil
 	}

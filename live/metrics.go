@@ -13,8 +13,9 @@ type Metrics struct {
 	cutOff     *prometheus.CounterVec
 	busErrors  prometheus.Counter
 	readErrors prometheus.Counter
+	capErrors  prometheus.Counter
 
-	lastBusLog, lastReadLog atomic.Int64
+	lastBusLog, lastReadLog, lastCapLog atomic.Int64
 }
 
 // NewMetrics returns the series, not yet registered (Collectors).
@@ -36,12 +37,16 @@ func NewMetrics() *Metrics {
 		readErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "petstore_subscription_read_errors_total", Help: "Reads of new pets for subscribers that failed.",
 		}),
+		capErrors: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "petstore_subscription_cap_errors_total",
+			Help: "Calls to Redis for the caps shared by every instance (taking, renewing, removing leases) that failed.",
+		}),
 	}
 }
 
 // Collectors returns the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors}
+	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors, m.capErrors}
 }
 
 // cutLabel returns the reason label of a close code.

@@ -1,11 +1,16 @@
 package live
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -22,11 +27,19 @@ func IsStream(r *http.Request) bool {
 
 // Stream returns the middleware of POST /v1/graphql with Accept: text/event-stream, placed
 // after auth.Require (a missing, unknown or revoked key gets 401, an over-limit or suspended
-// one 429, as any request): it holds one of the key's connection and subscription slots for
-// the stream (429 rate_limited over the cap), lifts the server's write timeout for it while
-// bounding each write by RegistryOptions.WriteTimeout, and ends the stream with an error event
-// saying why when the stream is cut off. Other requests pass untouched.
-func (r *Registry) Stream() gin.HandlerFunc {
+// one 429, as any request) in place of h, the GraphQL handler: it holds one of the key's
+// connection and subscription slots for the stream (429 rate_limited over the cap; 503
+// unavailable while the Redis of the caps fails and the policy is to fail closed), bounds each
+// write by RegistryOptions.WriteTimeout instead of the server's timeouts, and ends the stream
+// with an error event saying why when the stream is cut off. Other requests pass untouched.
+//
+// The stream is served as Upgrade serves a WebSocket: the body read, the connection is taken
+// from net/http and h runs on a goroutine of its own, writing the answer (chunked) with small
+// buffers, while another waits for the client to close; net/http's goroutine, its buffers and
+// the middleware's frames are freed, and the request is logged and timed once the stream is set
+// up. Where the connection cannot be taken (HTTP/2, HTTP/1.0), or the body cannot be read, h
+// runs in the request.
+func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !IsStream(c.Request) {
 			return
@@ -35,41 +48,177 @@ func (r *Registry) Stream() gin.HandlerFunc {
 		if p == nil {
 			return // auth.Require answers
 		}
-		ctx, cancel := context.WithCancel(c.Request.Context())
-		defer cancel()
-		conn, err := r.open(p, func(int, string) { cancel() })
-		if err == nil {
-			defer r.close(conn)
-			err = conn.Acquire(ctx)
+		ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request.Context()))
+		conn, err := r.open(c.Request.Context(), p, func(int, string) { cancel() }, true)
+		if err == nil && !r.track() {
+			r.close(conn)
+			err = errShuttingDown
 		}
 		if err != nil {
-			c.Header("Retry-After", "5")
+			cancel()
+			if apierr.From(err).Code == apierr.RateLimited {
+				c.Header("Retry-After", "5")
+			}
 			apierr.Write(c.Writer, c.Request, err)
 			c.Abort()
 			return
 		}
-		conn.held = true
+		c.Abort()
+		defer r.streams.Done()
+		body, err := io.ReadAll(c.Request.Body)
+		req := c.Request.WithContext(WithConn(ctx, conn))
+		req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+		if err == nil && req.ProtoAtLeast(1, 1) { // HTTP/1.0 has no chunked bodies
+			if nc, _, err := http.NewResponseController(c.Writer).Hijack(); err == nil {
+				r.streams.Add(1)
+				go r.detach(nc, c.Writer.Header().Clone(), h, req, conn, cancel)
+				return
+			}
+		}
+		stop := context.AfterFunc(c.Request.Context(), cancel) // the client went away
+		defer stop()
+		defer cancel()
+		defer r.close(conn)
 		rc := http.NewResponseController(c.Writer)
 		_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
-		c.Writer = &sseWriter{ResponseWriter: c.Writer, rc: rc, conn: conn, timeout: r.opts.WriteTimeout}
-		c.Request = c.Request.WithContext(WithConn(ctx, conn))
-		c.Next()
+		h.ServeHTTP(&sseWriter{ResponseWriter: c.Writer, deadline: rc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
 	}
 }
 
-// sseWriter bounds each write of a stream, and puts an error event saying why before the
-// complete event of a stream that was cut off.
+// track counts a stream that Shutdown waits for, unless shutdown has begun.
+func (r *Registry) track() bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shutdown {
+		return false
+	}
+	r.streams.Add(1)
+	return true
+}
+
+// detach serves the stream req of conn with h on nc, taken from net/http, with header (the
+// middleware's) on its answer; cancel ends the stream, which ends when the client closes.
+func (r *Registry) detach(nc net.Conn, header http.Header, h http.Handler, req *http.Request, conn *Conn, cancel context.CancelFunc) {
+	defer r.streams.Done()
+	defer r.close(conn)
+	defer cancel()
+	defer nc.Close()
+	_ = nc.SetDeadline(time.Time{}) // the server's timeouts of the request are over
+	go func() {
+		buf := make([]byte, 16) // what the client may send after its request is dropped
+		for {
+			if _, err := nc.Read(buf); err != nil {
+				cancel()
+				return
+			}
+		}
+	}()
+	w := &chunkedWriter{bw: bufio.NewWriterSize(nc, wsBufferSize), header: header}
+	h.ServeHTTP(&sseWriter{ResponseWriter: w, deadline: nc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
+	_ = nc.SetWriteDeadline(time.Now().Add(r.opts.WriteTimeout))
+	w.end()
+}
+
+// errReader returns its error, or io.EOF for none: the end of a body read beforehand.
+type errReader struct{ err error }
+
+func (e errReader) Read([]byte) (int, error) {
+	if e.err == nil {
+		return 0, io.EOF
+	}
+	return 0, e.err
+}
+
+// chunkedWriter is the http.ResponseWriter of a detached stream: it writes an HTTP/1.1 answer
+// whose body is chunked, through bw, and closes the connection after it. It is safe for
+// concurrent use (gqlgen's pings may come as the stream ends); what comes after end is dropped.
+type chunkedWriter struct {
+	header http.Header
+
+	mu    sync.Mutex
+	bw    *bufio.Writer
+	wrote bool
+	ended bool
+}
+
+// Header returns the answer's header, the middleware's as the stream was taken over.
+func (w *chunkedWriter) Header() http.Header { return w.header }
+
+// WriteHeader writes the answer's head, once.
+func (w *chunkedWriter) WriteHeader(code int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(code)
+}
+
+// writeHeader writes the head unless it was; w.mu is held.
+func (w *chunkedWriter) writeHeader(code int) {
+	if w.wrote {
+		return
+	}
+	w.wrote = true
+	w.header.Del("Content-Length")
+	w.header.Set("Transfer-Encoding", "chunked")
+	w.header.Set("Connection", "close")
+	if w.header.Get("Date") == "" {
+		w.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
+	}
+	fmt.Fprintf(w.bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
+	_ = w.header.Write(w.bw)
+	_, _ = w.bw.WriteString("\r\n")
+}
+
+// Write writes b as one chunk.
+func (w *chunkedWriter) Write(b []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.ended {
+		return 0, net.ErrClosed
+	}
+	w.writeHeader(http.StatusOK)
+	if len(b) == 0 {
+		return 0, nil
+	}
+	fmt.Fprintf(w.bw, "%x\r\n", len(b))
+	_, _ = w.bw.Write(b)
+	_, err := w.bw.WriteString("\r\n")
+	return len(b), err
+}
+
+// Flush sends what was written.
+func (w *chunkedWriter) Flush() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.ended {
+		_ = w.bw.Flush()
+	}
+}
+
+// end writes the last chunk and flushes.
+func (w *chunkedWriter) end() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.writeHeader(http.StatusOK)
+	_, _ = w.bw.WriteString("0\r\n\r\n")
+	_ = w.bw.Flush()
+	w.ended = true
+}
+
+// sseWriter bounds each write of a stream with deadline, and puts an error event saying why
+// before the complete event of a stream that was cut off.
 type sseWriter struct {
-	gin.ResponseWriter
-	rc      *http.ResponseController
-	conn    *Conn
-	timeout time.Duration
+	http.ResponseWriter // and http.Flusher
+	deadline            func(time.Time) error
+	conn                *Conn
+	timeout             time.Duration
 }
 
 var completeEvent = []byte("event: complete")
 
+// Write writes b within the write timeout, after an error event saying why when b completes a
+// stream that was cut off.
 func (w *sseWriter) Write(b []byte) (int, error) {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
+	_ = w.deadline(time.Now().Add(w.timeout))
 	if bytes.HasPrefix(b, completeEvent) {
 		if code, reason := w.conn.CutReason(); code != 0 {
 			_, _ = w.ResponseWriter.Write(errorEvent(code, reason))
@@ -78,9 +227,10 @@ func (w *sseWriter) Write(b []byte) (int, error) {
 	return w.ResponseWriter.Write(b)
 }
 
+// Flush sends what was written.
 func (w *sseWriter) Flush() {
-	_ = w.rc.SetWriteDeadline(time.Now().Add(w.timeout))
-	w.ResponseWriter.Flush()
+	_ = w.deadline(time.Now().Add(w.timeout))
+	w.ResponseWriter.(http.Flusher).Flush()
 }
 
 // errorEvent returns the next event of a GraphQL error saying why a stream ends.

@@ -235,12 +235,15 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
-	c, err := r.open(p, func(code int, reason string) {
+	c, err := r.open(ctx, p, func(code int, reason string) {
 		ws.closeWith(code, reason)
 		cancel()
-	})
+	}, false)
 	if err != nil {
 		cancel()
+		if apierr.From(err).Code == apierr.Unavailable {
+			return refuse(ctx, CloseRetry, err)
+		}
 		return refuse(ctx, CloseTooMany, err)
 	}
 	c.ws = true

@@ -20,6 +20,23 @@ type Counters interface {
 	Check(ctx context.Context, s Subject, p Policy) (Decision, error)
 }
 
+// checkAll decides a Check of each of subjs under p in s: at once in RedisCounters (see its
+// checkAll), one after the other in any other Counters. It fails with the first error.
+func checkAll(ctx context.Context, s Counters, subjs []Subject, p Policy) ([]Decision, error) {
+	if rs, ok := s.(*RedisCounters); ok {
+		return rs.checkAll(ctx, subjs, p)
+	}
+	out := make([]Decision, len(subjs))
+	for i, subj := range subjs {
+		d, err := s.Check(ctx, subj, p)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = d
+	}
+	return out, nil
+}
+
 // Subject is who a request is charged to: an API key (KeyID non-zero) or, for requests
 // without a valid key, a client address (KeyID zero). Key ids start at 1.
 type Subject struct {

@@ -238,12 +238,33 @@ func (l *Limiter) Charge(ctx context.Context, p *auth.Principal) error {
 	return rejection(subj, d, int64(d.RetryAfter()/time.Second))
 }
 
-// Suspended reports whether the key with id is suspended now; it charges nothing and counts
-// nothing toward a suspension.
-func (l *Limiter) Suspended(ctx context.Context, id int64) (bool, error) {
+// Suspended returns the keys of ids that are suspended now; it charges nothing and counts
+// nothing toward a suspension. In Redis the checks go in pipelines of their own, 1,000 keys
+// to a round trip (RedisCounters). When the store fails, the failure policy applies: failing
+// open, no key is known to be suspended; failing closed, it returns the unavailable error.
+func (l *Limiter) Suspended(ctx context.Context, ids []int64) (map[int64]bool, error) {
 	const unlimited = 1 << 50 // no window binds: only a suspension rejects
-	d, err := l.store.Check(ctx, KeySubject(id), Policy{PerMinute: unlimited, PerDay: unlimited, Suspension: l.suspend})
-	return err == nil && d.Outcome == Suspended, err
+	p := Policy{PerMinute: unlimited, PerDay: unlimited, Suspension: l.suspend}
+	subjs := make([]Subject, len(ids))
+	for i, id := range ids {
+		subjs[i] = KeySubject(id)
+	}
+	ds, err := checkAll(ctx, l.store, subjs, p)
+	if err != nil {
+		l.noteFailure(ctx, err)
+		if l.failOpen {
+			return nil, nil
+		}
+		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
+	}
+	l.storeAnswered(ctx)
+	out := map[int64]bool{}
+	for i, d := range ds {
+		if d.Outcome == Suspended {
+			out[ids[i]] = true
+		}
+	}
+	return out, nil
 }
 
 // ClientAddr returns the client address of r (clientaddr) as the limiter counts it, IPv6 by

@@ -82,7 +82,44 @@ func (s *RedisCounters) Check(ctx context.Context, subj Subject, p Policy) (Deci
 
 // decide runs one decision of subj under r, the rules of p, through the pipeline.
 func (s *RedisCounters) decide(ctx context.Context, subj Subject, p Policy, r rules) (Decision, error) {
-	c := &call{
+	c := s.newCall(ctx, subj, r)
+	reply, err := s.do(c)
+	return c.decision(p, reply, err)
+}
+
+// bulkBatch is the most script calls of one pipeline of checkAll.
+const bulkBatch = 1000
+
+// checkAll decides a Check of each of subjs under p, in pipelines of its own of up to
+// bulkBatch script calls sent one after the other (on a cluster, each split by node and sent to
+// all of them at once): thousands of subjects cost a few round trips, and the Takes of
+// requests, which go through the shared queue, never wait behind them. It fails with the first
+// error.
+func (s *RedisCounters) checkAll(ctx context.Context, subjs []Subject, p Policy) ([]Decision, error) {
+	r := checkRulesOf(p)
+	out := make([]Decision, 0, len(subjs))
+	sd := &sender{index: make(map[args]int), pipe: s.client.Pipeline()}
+	for start := 0; start < len(subjs); start += bulkBatch {
+		sd.reset()
+		sd.batch = sd.batch[:0]
+		for _, subj := range subjs[start:min(start+bulkBatch, len(subjs))] {
+			sd.batch = append(sd.batch, s.newCall(ctx, subj, r))
+		}
+		s.exec(sd)
+		for _, c := range sd.batch {
+			d, err := c.decision(p, c.reply, c.err)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// newCall returns the call of one decision of subj under r.
+func (s *RedisCounters) newCall(ctx context.Context, subj Subject, r rules) *call {
+	return &call{
 		ctx: ctx,
 		args: args{
 			key:   s.key(subj),
@@ -91,15 +128,17 @@ func (s *RedisCounters) decide(ctx context.Context, subj Subject, p Policy, r ru
 		},
 		done: make(chan struct{}),
 	}
-	reply, err := s.do(c)
-	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", c.args.key, err)
+}
+
+// decision returns the Decision under p of c's reply, or the error of c.
+func (c *call) decision(p Policy, reply []int64, err error) (Decision, error) {
+	if err == nil {
+		var res raw
+		if res, err = parseReply(reply); err == nil {
+			return decision(p, res), nil
+		}
 	}
-	res, err := parseReply(reply)
-	if err != nil {
-		return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", c.args.key, err)
-	}
-	return decision(p, res), nil
+	return Decision{}, fmt.Errorf("ratelimit: redis decision for %s: %w", c.args.key, err)
 }
 
 // key returns the Redis key of subj.

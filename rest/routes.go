@@ -37,7 +37,7 @@ type Deps struct {
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
-	Stream     gin.HandlerFunc             // sets up GraphQL over Server-Sent Events (live.Registry.Stream); nil for none
+	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
 	Shutdown   func()                      // closes the subscriber connections at shutdown, after the drain delay (live.Registry.Shutdown); nil for none
 }
 

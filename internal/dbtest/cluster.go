@@ -95,8 +95,40 @@ func (c *RedisCluster) WaitHealthy(tb testing.TB) {
 // installed.
 func StartRedis(tb testing.TB, extra ...string) string {
 	tb.Helper()
+	return NewRedisServer(tb, extra...).Addr
+}
+
+// RedisServer is a lone redis-server that a test started on a free loopback port, without
+// persistence, and may stop and start again; it is stopped when the test ends. The machine's
+// own Redis is never touched.
+type RedisServer struct {
+	Addr string // host:port
+	p    *redisProcess
+}
+
+// NewRedisServer starts a lone redis-server for tb with the extra arguments given, as
+// StartRedis does.
+func NewRedisServer(tb testing.TB, extra ...string) *RedisServer {
+	tb.Helper()
 	redisBinaries(tb)
-	return startRedis(tb, tb.TempDir(), extra...).addr
+	p := startRedis(tb, tb.TempDir(), extra...)
+	return &RedisServer{Addr: p.addr, p: p}
+}
+
+// URL returns the PETSTORE_REDIS_URL of the server.
+func (s *RedisServer) URL() string { return "redis://" + s.Addr + "/0" }
+
+// Stop kills the server (SIGKILL).
+func (s *RedisServer) Stop(tb testing.TB) {
+	tb.Helper()
+	s.p.stop()
+}
+
+// Restart starts the server again on its port, empty (no persistence), and waits until it
+// answers.
+func (s *RedisServer) Restart(tb testing.TB) {
+	tb.Helper()
+	s.p.start(tb)
 }
 
 // redisProcess is one redis-server that a test started.

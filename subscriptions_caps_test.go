@@ -1,0 +1,465 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/internal/dbtest"
+	"petstore/live"
+	"petstore/store"
+)
+
+// The caps of a key's subscriptions and connections on every instance sharing one Redis
+// (live.Leases).
+
+// sharedInstances serves n instances of the service over db, each with a Redis client of its
+// own made by openRedis from cfg.RedisURL, and a business key for writing pets.
+func sharedInstances(t *testing.T, db *store.DB, cfg config.Config, n int) []*liveServer {
+	t.Helper()
+	var insts []*liveServer
+	for range n {
+		rdb, err := openRedis(context.Background(), cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = rdb.Close() })
+		insts = append(insts, newLiveServer(t, db, rdb, cfg, "business"))
+	}
+	return insts
+}
+
+// capsClient is a graphql-transport-ws client whose messages a goroutine reads, so that waiting
+// for none leaves the socket open (coder/websocket closes a socket whose read's context ends).
+type capsClient struct {
+	*wsClient
+	msgs chan wsMsg // closed when the socket is
+}
+
+// connectKey opens a WebSocket with key in the upgrade's Authorization header (so that the
+// upgrade is charged to the key, not to the test's address) and initialises it.
+func (s *liveServer) connectKey(t *testing.T, key string) *capsClient {
+	t.Helper()
+	w, err := s.dial(t, http.Header{"Authorization": {"Bearer " + key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.send(wsMsg{Type: "connection_init"})
+	if m := w.read(); m.Type != "connection_ack" {
+		t.Fatalf("after connection_init: got %+v; want connection_ack", m)
+	}
+	c := &capsClient{wsClient: w, msgs: make(chan wsMsg, 64)}
+	go func() {
+		defer close(c.msgs)
+		for {
+			m, err := w.readErr(time.Hour) // answers pings
+			if err != nil {
+				return
+			}
+			c.msgs <- m
+		}
+	}()
+	return c
+}
+
+// recv returns the next message within d, or false.
+func (c *capsClient) recv(d time.Duration) (wsMsg, bool) {
+	select {
+	case m, ok := <-c.msgs:
+		if !ok {
+			c.t.Fatal("the socket closed")
+		}
+		return m, true
+	case <-time.After(d):
+		return wsMsg{}, false
+	}
+}
+
+// next returns the pet of the next event, which must be of operation id.
+func (c *capsClient) next(id string) petEvent {
+	c.t.Helper()
+	m, ok := c.recv(10 * time.Second)
+	var p struct {
+		Data   struct{ PetAdded petEvent }
+		Errors []any
+	}
+	if !ok || m.Type != "next" || m.ID != id || json.Unmarshal(m.Payload, &p) != nil || len(p.Errors) > 0 {
+		c.t.Fatalf("got %v %s %s %s; want an event of %s", ok, m.Type, m.ID, m.Payload, id)
+	}
+	return p.Data.PetAdded
+}
+
+// connectRefused opens a WebSocket with key and returns the close code and reason of its
+// connection_init.
+func (s *liveServer) connectRefused(t *testing.T, key string) (int, string) {
+	t.Helper()
+	w, err := s.dial(t, http.Header{"Authorization": {"Bearer " + key}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.send(wsMsg{Type: "connection_init"})
+	code, reason := w.closeStatus(5 * time.Second)
+	return int(code), reason
+}
+
+// runs subscribes as id on c and checks that the subscription runs: no refusal comes.
+func (c *capsClient) runs(id string) {
+	c.t.Helper()
+	c.subscribe(id, "")
+	if m, ok := c.recv(700 * time.Millisecond); ok {
+		c.t.Fatalf("subscription %s: got %s %s; want it to run", id, m.Type, m.Payload)
+	}
+}
+
+// refused subscribes as id on c and checks that it is refused with code (RATE_LIMITED,
+// UNAVAILABLE), then completed.
+func (c *capsClient) refused(id, code string) {
+	c.t.Helper()
+	if ok, m := c.try(id, 10*time.Second); ok || !strings.Contains(string(m.Payload), code) {
+		c.t.Fatalf("subscription %s: got %s %s %s; want its refusal with %s", id, m.Type, m.ID, m.Payload, code)
+	}
+}
+
+// try subscribes as id on c and reports whether it runs (no refusal within d); a refusal is
+// read to its end and returned.
+func (c *capsClient) try(id string, d time.Duration) (bool, wsMsg) {
+	c.t.Helper()
+	c.subscribe(id, "")
+	m, ok := c.recv(d)
+	if !ok {
+		return true, m
+	}
+	if (m.Type != "error" && m.Type != "next") || m.ID != id {
+		c.t.Fatalf("subscription %s: got %s %s %s; want it to run or its refusal", id, m.Type, m.ID, m.Payload)
+	}
+	if e, ok := c.recv(5 * time.Second); !ok || e.Type != "complete" || e.ID != id {
+		c.t.Fatalf("after the refusal of %s: %+v; want complete", id, e)
+	}
+	return false, m
+}
+
+// sseOpen opens a petAdded stream with key and returns its answer's status, the body of a
+// refusal, and the response (its body closed when t ends or cancel is called).
+func (s *liveServer) sseOpen(t *testing.T, key string) (int, string, *http.Response, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp := s.sseStream(t, ctx, key, "")
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, "", resp, cancel
+	}
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b), resp, cancel
+}
+
+// sseOverCap checks that a stream of key on s is refused over the cap: 429 rate_limited with
+// Retry-After, saying so.
+func (s *liveServer) sseOverCap(t *testing.T, key string) {
+	t.Helper()
+	status, body, resp, _ := s.sseOpen(t, key)
+	if status != http.StatusTooManyRequests || !strings.Contains(body, `"code":"rate_limited"`) ||
+		!strings.Contains(body, "already holds") || resp.Header.Get("Retry-After") == "" {
+		t.Fatalf("a stream over the cap: %d %s; want 429 rate_limited about the cap, with Retry-After", status, body)
+	}
+}
+
+// capsAcrossTwo runs a free key (2 subscriptions, 2 connections) through instances a and b:
+// what one holds counts on the other, and what is closed is free on the other at once.
+func capsAcrossTwo(t *testing.T, a, b *liveServer, key string) {
+	t.Helper()
+	wa := a.connectKey(t, key) // connections: 1
+	wa.runs("1")
+	wa.runs("2") // subscriptions: 2, both on a
+	b.sseOverCap(t, key)
+	wb := b.connectKey(t, key) // connections: 2
+	wb.refused("3", "RATE_LIMITED")
+	if code, reason := b.connectRefused(t, key); code != live.CloseTooMany || !strings.Contains(reason, "connections") {
+		t.Fatalf("a third connection on b: close %d %q; want %d", code, reason, live.CloseTooMany)
+	}
+	if code, _ := a.connectRefused(t, key); code != live.CloseTooMany {
+		t.Fatalf("a third connection on a: close %d; want %d", code, live.CloseTooMany)
+	}
+
+	wa.send(wsMsg{Type: "complete", ID: "1"}) // frees a subscription on every instance at once
+	n := 0
+	within(t, time.Second, "a subscription closed on a is free on b", func() bool {
+		n++
+		ok, _ := wb.try(fmt.Sprint("4.", n), 300*time.Millisecond)
+		return ok
+	})
+	_ = wa.c.CloseNow() // frees a connection and the subscription 2
+	within(t, time.Second, "a connection closed on a is free on b", func() bool {
+		status, _, _, cancel := b.sseOpen(t, key)
+		if status != http.StatusOK {
+			cancel()
+		}
+		return status == http.StatusOK
+	})
+	id := a.createPet(t, a.key, "seen", "")
+	if ev := wb.next(fmt.Sprint("4.", n)); ev.Pet.ID != fmt.Sprint(id) {
+		t.Fatalf("b's subscription got pet %s; want %d", ev.Pet.ID, id)
+	}
+}
+
+// within tries ok every 100 ms for up to d, failing t when it never holds: what says what
+// was awaited.
+func within(t *testing.T, d time.Duration, what string, ok func() bool) {
+	t.Helper()
+	start := time.Now()
+	for !ok() {
+		if time.Since(start) > d {
+			t.Fatalf("not within %v: %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	t.Logf("%s after %v", what, time.Since(start).Round(time.Millisecond))
+}
+
+// concurrentOpens opens 12 streams of a free key at once, alternately on each instance:
+// exactly 2 run.
+func concurrentOpens(t *testing.T, insts []*liveServer, key string) {
+	t.Helper()
+	var (
+		mu     sync.Mutex
+		counts = map[int]int{}
+		wg     sync.WaitGroup
+	)
+	for i := range 12 {
+		wg.Go(func() {
+			status, _, _, _ := insts[i%len(insts)].sseOpen(t, key)
+			mu.Lock()
+			counts[status]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if counts[http.StatusOK] != 2 || counts[http.StatusTooManyRequests] != 10 {
+		t.Fatalf("12 streams of a free key at once on two instances: %v; want 2 200 and 10 429", counts)
+	}
+}
+
+// TestSubscriptionCapsAcrossInstances: two instances sharing one Redis (a single server, on
+// both stores, and a three-node Redis Cluster, with keys whose sets sit on different nodes)
+// count a key's subscriptions and connections together.
+func TestSubscriptionCapsAcrossInstances(t *testing.T) {
+	t.Run("single", func(t *testing.T) {
+		dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+			_, prefix := dbtest.Redis(t) // its keys are deleted at the end
+			cfg := config.Default()
+			cfg.RedisURL = os.Getenv("PETSTORE_TEST_REDIS")
+			if cfg.RedisURL == "" {
+				cfg.RedisURL = dbtest.DefaultRedis
+			}
+			cfg.RateLimit.RedisKeyPrefix = prefix
+			insts := sharedInstances(t, db, cfg, 2)
+			capsAcrossTwo(t, insts[0], insts[1], insts[0].newKey(t, "free"))
+			concurrentOpens(t, insts, insts[0].newKey(t, "free"))
+		})
+	})
+	t.Run("cluster", func(t *testing.T) {
+		c := dbtest.NewRedisCluster(t)
+		cfg := config.Default()
+		cfg.RedisURL = c.URL()
+		cfg.RateLimit.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
+		db := dbtest.New(t, "sqlite")
+		insts := sharedInstances(t, db, cfg, 2)
+		client := c.Client(t)
+		nodes := map[string]bool{}
+		for range 4 {
+			key, rec, err := auth.CreateKey(context.Background(), db.DB, cfg.KeyPrefix(), auth.KeySpec{Plan: "free"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node, err := client.MasterForKey(context.Background(), fmt.Sprintf("{%slive:k:%d}", cfg.RateLimit.RedisKeyPrefix, rec.ID))
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes[node.Options().Addr] = true
+			capsAcrossTwo(t, insts[0], insts[1], key)
+		}
+		if len(nodes) < 2 {
+			t.Fatalf("the keys' sets sat on %d node(s); want several", len(nodes))
+		}
+		concurrentOpens(t, insts, insts[0].newKey(t, "free"))
+	})
+}
+
+// TestSubscriptionCapsShutdown: an instance that shuts down lets its leases go with its
+// subscribers, who may subscribe on another instance at once.
+func TestSubscriptionCapsShutdown(t *testing.T) {
+	_, prefix := dbtest.Redis(t)
+	cfg := config.Default()
+	cfg.RedisURL = os.Getenv("PETSTORE_TEST_REDIS")
+	if cfg.RedisURL == "" {
+		cfg.RedisURL = dbtest.DefaultRedis
+	}
+	cfg.RateLimit.RedisKeyPrefix = prefix
+	insts := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 2)
+	a, b := insts[0], insts[1]
+	key := a.newKey(t, "free")
+	for range 2 {
+		if status, body, _, _ := a.sseOpen(t, key); status != http.StatusOK {
+			t.Fatalf("a stream on a: %d %s", status, body)
+		}
+	}
+	b.sseOverCap(t, key)
+	a.drain.closeStreams()
+	within(t, time.Second, "the streams of an instance shut down are free on another", func() bool {
+		status, _, _, _ := b.sseOpen(t, key)
+		return status == http.StatusOK
+	})
+}
+
+// TestSubscriptionCapsInstanceDies: an instance (a process of its own) holding a key's
+// subscriptions is killed; its leases, renewed no more, end within live.LeaseFor, and the key
+// may subscribe on the other instance again, not before.
+func TestSubscriptionCapsInstanceDies(t *testing.T) {
+	if testing.Short() {
+		t.Skip("waits for a lease to end")
+	}
+	r := dbtest.NewRedisServer(t)
+	dsn := dbtest.DSN(t, "mysql")
+	db, err := store.Open(context.Background(), dsn, store.DefaultPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default()
+	cfg.RedisURL = r.URL()
+	b := sharedInstances(t, db, cfg, 1)[0]
+	key := b.newKey(t, "free")
+
+	cmd := exec.Command(os.Args[0], "serve")
+	cmd.Env = append(os.Environ(), "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_DB="+dsn, "PETSTORE_ADDR=127.0.0.1:0",
+		"PETSTORE_REDIS_URL="+r.URL(), "PETSTORE_ENV=staging", "PETSTORE_LOG_LEVEL=error")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	a := &liveServer{url: readStartup(t, bufio.NewScanner(stdout))}
+	waitHealthy(t, a.url)
+	for range 2 {
+		if status, body, _, _ := a.sseOpen(t, key); status != http.StatusOK {
+			t.Fatalf("a stream on the instance that dies: %d %s", status, body)
+		}
+	}
+	b.sseOverCap(t, key)
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	killed := time.Now()
+	b.sseOverCap(t, key) // nobody let the leases go
+	for {
+		time.Sleep(500 * time.Millisecond)
+		status, body, _, _ := b.sseOpen(t, key)
+		waited := time.Since(killed)
+		if status == http.StatusOK {
+			t.Logf("free %v after the kill", waited.Round(10*time.Millisecond))
+			if waited < live.LeaseFor-live.RenewEvery-time.Second {
+				t.Fatalf("free %v after the kill; want the leases kept until at least %v", waited, live.LeaseFor-live.RenewEvery)
+			}
+			return
+		}
+		if status != http.StatusTooManyRequests || !strings.Contains(body, "already holds") {
+			t.Fatalf("after the kill: %d %s; want 429 over the cap until the leases end", status, body)
+		}
+		if waited > live.LeaseFor+2*time.Second {
+			t.Fatalf("still over the cap %v after the kill; want free within %v", waited, live.LeaseFor)
+		}
+	}
+}
+
+// TestSubscriptionCapsRedisDown: with the Redis of two instances stopped, the subscriptions
+// open stay open and get their pets; new ones get the rate limiter's failure policy: failing
+// open, the caps of each instance (never more); failing closed, 503 unavailable with
+// Retry-After (SSE) and the protocol's error (WebSocket). When Redis returns, empty, the
+// renewals put the leases back: the caps hold across both instances again.
+func TestSubscriptionCapsRedisDown(t *testing.T) {
+	for _, failOpen := range []bool{true, false} {
+		t.Run(map[bool]string{true: "fail open", false: "fail closed"}[failOpen], func(t *testing.T) {
+			r := dbtest.NewRedisServer(t)
+			db := dbtest.New(t, "sqlite")
+			cfg := config.Default()
+			cfg.RedisURL = r.URL()
+			cfg.RateLimit.FailOpen = failOpen
+			insts := sharedInstances(t, db, cfg, 2)
+			a, b := insts[0], insts[1]
+			key := a.newKey(t, "free")
+			wa := a.connectKey(t, key)
+			wa.runs("1")
+
+			r.Stop(t)
+			// Written straight to the database (failing closed, the API answers 503 now): the
+			// Hub's poll brings it.
+			if err := db.DB.Exec("INSERT INTO pets (name, category_id, status) VALUES ('during', 1, 'available')").Error; err != nil {
+				t.Fatal(err)
+			}
+			if ev := wa.next("1"); ev.Pet.Name != "during" {
+				t.Fatalf("the open subscription got pet %+v; want the one added during the outage", ev.Pet)
+			}
+			if failOpen {
+				wb := b.connectKey(t, key)
+				wb.runs("1")
+				wb.runs("2")
+				wb.refused("3", "RATE_LIMITED") // b's own cap
+				if !strings.Contains(metricsText(t, b.url), "petstore_subscription_cap_errors_total ") ||
+					strings.Contains(metricsText(t, b.url), "petstore_subscription_cap_errors_total 0") {
+					t.Errorf("petstore_subscription_cap_errors_total did not count the failures")
+				}
+			} else {
+				status, body, resp, _ := b.sseOpen(t, key)
+				if status != http.StatusServiceUnavailable || !strings.Contains(body, `"code":"unavailable"`) || resp.Header.Get("Retry-After") == "" {
+					t.Fatalf("a stream while Redis is down: %d %s; want 503 unavailable with Retry-After", status, body)
+				}
+				wa.refused("2", "UNAVAILABLE")
+			}
+
+			r.Restart(t)
+			if failOpen { // a holds 1 subscription and b 2: once renewed, none more on either
+				within(t, live.RenewEvery+2*time.Second, "the leases renewed into the restarted Redis", func() bool {
+					status, body, _, cancel := a.sseOpen(t, key)
+					cancel()
+					return status == http.StatusTooManyRequests && strings.Contains(body, "already holds")
+				})
+				a.sseOverCap(t, key)
+				b.sseOverCap(t, key)
+			} else { // a holds 1 subscription and 1 connection: b may have 1 more of each
+				within(t, 5*time.Second, "the API answers again", func() bool {
+					status, _, _, cancel := b.sseOpen(t, key)
+					cancel()
+					return status == http.StatusOK
+				})
+				wb := b.connectKey(t, key)
+				wb.runs("1")
+				within(t, live.RenewEvery+2*time.Second, "a's leases renewed into the restarted Redis", func() bool {
+					status, body, _, cancel := b.sseOpen(t, key)
+					cancel()
+					return status == http.StatusTooManyRequests && strings.Contains(body, "already holds")
+				})
+			}
+			id := a.createPet(t, a.key, "after", "")
+			if ev := wa.next("1"); ev.Pet.ID != fmt.Sprint(id) {
+				t.Fatalf("the subscription open throughout got pet %s; want %d", ev.Pet.ID, id)
+			}
+		})
+	}
+}
