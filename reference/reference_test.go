@@ -145,8 +145,8 @@ func liveHeap() uint64 {
 }
 
 // TestAssetsStayOffTheHeap: the page's assets are served from where the binary embeds them.
-// Scalar's build alone is 4.3 MB: copied onto the heap, it would stay there for the life of
-// the process and, under GOGC=200, raise the heap the collector lets grow by three times that.
+// Scalar's build alone is 4.3 MB: copied onto the heap, it would stay resident there for the
+// life of the process, and in a large heap count three times over in the collector's goal.
 func TestAssetsStayOffTheHeap(t *testing.T) {
 	before := liveHeap()
 	h := reference.Handler("/v1/openapi.json")
