@@ -260,17 +260,19 @@ func (d *drainer) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// profileHeap turns the sampling of allocations for heap profiles on (Go's own rate, one
-// sample every 512 KiB allocated) or off. Only the profiling endpoints read the samples, and
-// each costs a stack walk and a record kept for the life of the process: 0.5% of a request's
-// instructions and 1.4 MiB of resident memory under the mixed load of make bench.
+// profileHeap turns the sampling of allocations for heap profiles on (at the rate the process
+// started with, by default one sample every 512 KiB allocated) or off. Only the profiling
+// endpoints read the samples, and each costs a stack walk and a record kept for the life of
+// the process: 0.5% of a request's instructions and 1.4 MiB of resident memory under the
+// mixed load of make bench.
 func profileHeap(on bool) {
+	rate := 0
+	if on {
+		rate = goMemProfileRate
+	}
 	heapProfiling.Lock()
 	defer heapProfiling.Unlock()
-	runtime.MemProfileRate = 0
-	if on {
-		runtime.MemProfileRate = goMemProfileRate
-	}
+	runtime.MemProfileRate = rate
 }
 
 var (
