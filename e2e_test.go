@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +88,31 @@ func TestDebugListener(t *testing.T) {
 		resp.Body.Close()
 		if resp.StatusCode != want {
 			t.Errorf("GET %s: got %d; want %d", url, resp.StatusCode, want)
+		}
+	}
+}
+
+// TestHeapProfilingOnlyWithDebugListener: allocations are sampled for heap profiles (a stack
+// walk each) only when the profiling endpoints can serve them, and then at Go's own rate.
+func TestHeapProfilingOnlyWithDebugListener(t *testing.T) {
+	_, stop, done := startServerLines(t)
+	if runtime.MemProfileRate != 0 {
+		t.Errorf("serving without PETSTORE_DEBUG_ADDR: MemProfileRate %d; want 0", runtime.MemProfileRate)
+	}
+	stop()
+	<-done
+	lines, _, _ := startServerLines(t, "PETSTORE_DEBUG_ADDR", "127.0.0.1:0")
+	for _, line := range lines {
+		if debug, ok := strings.CutPrefix(line, "profiling endpoints on "); ok {
+			resp, err := http.Get(debug + "heap?debug=1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			first, _ := bufio.NewReader(resp.Body).ReadString('\n')
+			resp.Body.Close()
+			if want := fmt.Sprintf("@ heap/%d\n", 2*goMemProfileRate); goMemProfileRate == 0 || !strings.HasSuffix(first, want) {
+				t.Errorf("the heap profile begins %q; want it sampled at Go's rate (%q)", first, want)
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -121,5 +122,52 @@ func TestReferenceHandlerRefusesOtherOrigins(t *testing.T) {
 			}()
 			reference.Handler(doc)
 		}()
+	}
+}
+
+// discard is a ResponseWriter that keeps the status and counts the body.
+type discard struct {
+	header http.Header
+	code   int
+	n      int
+}
+
+func (d *discard) Header() http.Header         { return d.header }
+func (d *discard) WriteHeader(code int)        { d.code = code }
+func (d *discard) Write(p []byte) (int, error) { d.n += len(p); return len(p), nil }
+
+// liveHeap returns the bytes of live heap objects after a full collection.
+func liveHeap() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
+}
+
+// TestAssetsStayOffTheHeap: the page's assets are served from where the binary embeds them.
+// Scalar's build alone is 4.3 MB: copied onto the heap, it would stay resident there for the
+// life of the process, and in a large heap count three times over in the collector's goal.
+func TestAssetsStayOffTheHeap(t *testing.T) {
+	before := liveHeap()
+	h := reference.Handler("/v1/openapi.json")
+	served := 0
+	for _, m := range srcRefs.FindAllStringSubmatch(get(t, h, http.MethodGet, pagePath).Body.String(), -1) {
+		if !strings.Contains(m[1], "/assets/") {
+			continue
+		}
+		w := &discard{header: http.Header{}, code: http.StatusOK}
+		h.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v1/"+m[1], nil))
+		if w.code != http.StatusOK {
+			t.Fatalf("GET /v1/%s: got %d", m[1], w.code)
+		}
+		served += w.n
+	}
+	grown := int64(liveHeap()) - int64(before)
+	runtime.KeepAlive(h)
+	if served < 4<<20 {
+		t.Fatalf("the page's assets are %d bytes; want Scalar's 4 MB or more", served)
+	}
+	if grown > 512<<10 {
+		t.Errorf("the handler, having served its page and %d bytes of assets, holds %d bytes of heap; want at most 512 KiB", served, grown)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"path"
@@ -18,23 +19,31 @@ import (
 	"time"
 )
 
-// An asset is one embedded script or style sheet.
+// An asset is one embedded script or style sheet. Its bytes stay where the binary embeds them,
+// read when served and never copied onto the heap, where they would be resident for the life
+// of the process whether or not anyone opens the pages (the REST reference's Scalar build
+// alone is 4.3 MB).
 type asset struct {
-	name  string // the public name: graphiql.min.0123456789.js
+	path  string // where the Set's files hold it: vendor/graphiql/graphiql.min.js
 	ctype string
-	body  []byte
-	etag  string
+	name  string // the public name, graphiql.min.0123456789.js; set by Set.index
+	etag  string // set by Set.index
 
 	gzipOnce sync.Once
 	gzipped  []byte // body gzipped, or nil when that saves nothing
 }
 
 // Set indexes embedded scripts and style sheets both by public name (for serving) and by
-// embedded path (for page templates). A Set may be used by concurrent requests.
+// embedded path (for page templates). A Set may be used by concurrent requests. The public
+// names are worked out on the Set's first use (its page or an asset asked for), so that an
+// instance whose pages nobody opens never reads the assets.
 type Set struct {
 	owner  string // names the page in messages: "playground"
-	byName map[string]*asset
+	files  fs.FS
 	byPath map[string]*asset
+
+	indexOnce sync.Once
+	byName    map[string]*asset // set by index
 }
 
 // contentTypes are the types of the assets, by extension (not from package mime, whose table
@@ -44,38 +53,82 @@ var contentTypes = map[string]string{
 	".css": "text/css; charset=utf-8",
 }
 
-// Load reads every .js and .css file of files; owner names the page in messages. It panics when
-// files cannot be read or two assets would get the same public name: both are build mistakes.
+// readSeekCloser is what Load requires of each asset's file, as an embed.FS's files are.
+type readSeekCloser interface {
+	io.ReadSeeker
+	io.Closer
+}
+
+// Load finds every .js and .css file of files; owner names the page in messages. It panics
+// when files cannot be read or opened for seeking, or when two assets have the same file name
+// (their public names could then be the same): all are build mistakes.
 func Load(files fs.FS, owner string) *Set {
-	s := &Set{owner: owner, byName: map[string]*asset{}, byPath: map[string]*asset{}}
+	s := &Set{owner: owner, files: files, byPath: map[string]*asset{}}
+	base := map[string]string{}
 	err := fs.WalkDir(files, ".", func(p string, d fs.DirEntry, err error) error {
 		ext := path.Ext(p)
 		if err != nil || d.IsDir() || contentTypes[ext] == "" {
 			return err
 		}
-		body, err := fs.ReadFile(files, p)
+		if other, dup := base[path.Base(p)]; dup {
+			return errors.New(p + " and " + other + " have the same file name")
+		}
+		base[path.Base(p)] = p
+		f, err := s.open(p)
 		if err != nil {
 			return err
 		}
-		sum := sha256.Sum256(body)
-		hash := hex.EncodeToString(sum[:5])
-		as := &asset{
-			name:  strings.TrimSuffix(path.Base(p), ext) + "." + hash + ext,
-			ctype: contentTypes[ext],
-			body:  body,
-			etag:  `"` + hash + `"`,
-		}
-		if _, dup := s.byName[as.name]; dup {
-			return errors.New("two assets named " + as.name)
-		}
-		s.byName[as.name] = as
-		s.byPath[p] = as
+		_ = f.Close()
+		s.byPath[p] = &asset{path: p, ctype: contentTypes[ext]}
 		return nil
 	})
 	if err != nil {
 		panic(owner + ": reading the embedded assets: " + err.Error())
 	}
 	return s
+}
+
+// open opens the file at p for reading and seeking.
+func (s *Set) open(p string) (readSeekCloser, error) {
+	f, err := s.files.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	rs, ok := f.(readSeekCloser)
+	if !ok {
+		_ = f.Close()
+		return nil, errors.New(p + " cannot seek")
+	}
+	return rs, nil
+}
+
+// copyTo writes the body of as to w and returns its length.
+func (s *Set) copyTo(w io.Writer, as *asset) (int64, error) {
+	f, err := s.open(as.path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	return io.Copy(w, f)
+}
+
+// index names every asset after a hash of its content, once. Load opened every file, so a
+// failure to read one now is a broken build, and panics.
+func (s *Set) index() {
+	s.indexOnce.Do(func() {
+		s.byName = make(map[string]*asset, len(s.byPath))
+		for p, as := range s.byPath {
+			h := sha256.New()
+			if _, err := s.copyTo(h, as); err != nil {
+				panic(s.owner + ": reading the embedded assets: " + err.Error())
+			}
+			hash := hex.EncodeToString(h.Sum(nil)[:5])
+			ext := path.Ext(p)
+			as.name = strings.TrimSuffix(path.Base(p), ext) + "." + hash + ext
+			as.etag = `"` + hash + `"`
+			s.byName[as.name] = as
+		}
+	})
 }
 
 // URL returns the address of the asset embedded at p, relative to the page, whose last path
@@ -85,6 +138,7 @@ func (s *Set) URL(page, p string) (string, error) {
 	if !ok {
 		return "", errors.New(s.owner + ": the page refers to " + p + ", which is not embedded")
 	}
+	s.index()
 	return page + "/assets/" + as.name, nil
 }
 
@@ -107,6 +161,7 @@ func (s *Set) ServePage(w http.ResponseWriter, r *http.Request, what string, pag
 // Serve writes the asset called name, or a 404. Assets are immutable, so they are cached for
 // a year; clients that accept gzip get it compressed.
 func (s *Set) Serve(w http.ResponseWriter, r *http.Request, name string) {
+	s.index()
 	as, ok := s.byName[name]
 	if !ok {
 		http.Error(w, "no such "+s.owner+" asset", http.StatusNotFound)
@@ -117,23 +172,33 @@ func (s *Set) Serve(w http.ResponseWriter, r *http.Request, name string) {
 	h.Set("Cache-Control", "public, max-age=31536000, immutable")
 	h.Set("X-Content-Type-Options", "nosniff")
 	h.Add("Vary", "Accept-Encoding")
-	body, etag := as.body, as.etag
-	if gz := as.gzip(); gz != nil && acceptsGzip(r) {
+	if gz := s.gzip(as, r); gz != nil {
 		h.Set("Content-Encoding", "gzip")
-		body, etag = gz, strings.TrimSuffix(etag, `"`)+`.gz"`
+		h.Set("ETag", strings.TrimSuffix(as.etag, `"`)+`.gz"`)
+		http.ServeContent(w, r, as.name, time.Time{}, bytes.NewReader(gz))
+		return
 	}
-	h.Set("ETag", etag)
-	http.ServeContent(w, r, as.name, time.Time{}, bytes.NewReader(body))
+	h.Set("ETag", as.etag)
+	f, err := s.open(as.path)
+	if err != nil { // Load opened it: a broken build
+		http.Error(w, "the "+s.owner+" asset cannot be read", http.StatusInternalServerError)
+		return
+	}
+	defer f.Close()
+	http.ServeContent(w, r, as.name, time.Time{}, f)
 }
 
-// gzip returns the body gzipped, compressing it on first use, or nil when that is no smaller.
-func (as *asset) gzip() []byte {
+// gzip returns the body of as gzipped for r, or nil when r does not accept gzip or it saves
+// little. The first request that accepts it compresses the body; the result is kept.
+func (s *Set) gzip(as *asset, r *http.Request) []byte {
+	if !acceptsGzip(r) {
+		return nil
+	}
 	as.gzipOnce.Do(func() {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
-		_, _ = zw.Write(as.body)
-		_ = zw.Close()
-		if buf.Len() < len(as.body)*9/10 {
+		n, err := s.copyTo(zw, as)
+		if zw.Close() == nil && err == nil && int64(buf.Len()) < n*9/10 {
 			as.gzipped = buf.Bytes()
 		}
 	})

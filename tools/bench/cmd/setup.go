@@ -53,7 +53,8 @@ func repoRoot() (string, error) {
 	}
 }
 
-// build compiles the service and the two comparison servers into dir.
+// build compiles the service and the two comparison servers into dir, each read from disk
+// when it starts (evict).
 func build(ctx context.Context, root, dir string, log io.Writer) (bins map[string]string, err error) {
 	bins = map[string]string{}
 	for name, pkg := range map[string]string{"service": ".", "direct": "./tools/bench/direct", "raw": "./tools/bench/raw"} {
@@ -62,6 +63,9 @@ func build(ctx context.Context, root, dir string, log io.Writer) (bins map[strin
 		cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log
 		if err := cmd.Run(); err != nil {
 			return nil, fmt.Errorf("go build %s: %w", pkg, err)
+		}
+		if err := evict(bins[name]); err != nil {
+			return nil, fmt.Errorf("%s: %w", bins[name], err)
 		}
 	}
 	return bins, nil

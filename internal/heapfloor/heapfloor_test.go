@@ -1,0 +1,58 @@
+package heapfloor
+
+import (
+	"runtime"
+	"runtime/metrics"
+	"testing"
+	"time"
+)
+
+// read returns the runtime's current heap goal and GOGC.
+func read() (goal uint64, gogc uint64) {
+	s := []metrics.Sample{{Name: "/gc/heap/goal:bytes"}, {Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64(), s[1].Value.Uint64()
+}
+
+// collectUntil collects until ok holds of the goal and GOGC that follow, or a few seconds
+// have passed; it returns the last of them.
+func collectUntil(ok func(goal, gogc uint64) bool) (goal, gogc uint64) {
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // for the cleanup that adjusts GOGC to run
+		if goal, gogc = read(); ok(goal, gogc) {
+			break
+		}
+	}
+	return goal, gogc
+}
+
+var sink [][]byte
+
+// TestFloor: with a small live heap the goal is the floor; with a live heap that GOGC alone
+// takes past the floor, GOGC is the one given; stopped, GOGC is that one again.
+func TestFloor(t *testing.T) {
+	const floor = 48 << 20
+	stop := Keep(floor, 100)
+	defer stop()
+
+	goal, gogc := collectUntil(func(goal, _ uint64) bool { return goal >= floor })
+	if goal < floor || goal > floor+floor/20 {
+		t.Errorf("a live heap of a few MiB: heap goal %d MiB (GOGC %d); want the floor, %d MiB", goal>>20, gogc, floor>>20)
+	}
+
+	for range 40 { // 40 MiB live, which GOGC 100 alone takes to a goal of some 80 MiB
+		sink = append(sink, make([]byte, 1<<20))
+	}
+	goal, gogc = collectUntil(func(_, gogc uint64) bool { return gogc == 100 })
+	if gogc != 100 || goal < 80<<20 {
+		t.Errorf("a live heap of 40 MiB: GOGC %d, heap goal %d MiB; want GOGC 100, a goal of 80 MiB or more", gogc, goal>>20)
+	}
+	sink = nil
+
+	collectUntil(func(goal, _ uint64) bool { return goal < 80<<20 })
+	stop()
+	if goal, gogc = collectUntil(func(goal, _ uint64) bool { return goal < floor/2 }); gogc != 100 || goal >= floor/2 {
+		t.Errorf("stopped: GOGC %d, heap goal %d MiB; want 100 and the few MiB it gives", gogc, goal>>20)
+	}
+}
