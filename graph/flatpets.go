@@ -64,11 +64,23 @@ type flatPet struct {
 // marshalFlatPets returns the elements of pets as marshallers of the flat path, or nil when
 // sel is not flat or an element is nil (gqlgen's path then reports the null).
 func (ec *executionContext) marshalFlatPets(sel ast.SelectionSet, pets []*models.Pet) graphql.Array {
-	fields, ok := flatPetPlan(graphql.CollectFields(ec.OperationContext, sel, petImplementors))
-	if !ok {
+	fields := graphql.CollectFields(ec.OperationContext, sel, petImplementors)
+	if len(fields) == 0 {
 		return nil
 	}
-	list := &flatPets{fields: fields}
+	list := &flatPets{fields: make([]flatField, len(fields))}
+	for i, f := range fields {
+		kind, ok := petFields[f.Name]
+		if !ok || len(f.Selections) > 0 || f.IsDeferred() {
+			return nil
+		}
+		prefix := []byte{','}
+		if i == 0 {
+			prefix[0] = '{'
+		}
+		prefix = append(appendGQLString(prefix, f.Alias), ':')
+		list.fields[i] = flatField{kind: kind, prefix: prefix}
+	}
 	elems := make([]flatPet, len(pets))
 	ret := make(graphql.Array, len(pets))
 	for i, p := range pets {
@@ -81,44 +93,10 @@ func (ec *executionContext) marshalFlatPets(sel ast.SelectionSet, pets []*models
 	return ret
 }
 
-// flatPetPlan returns what the flat path writes for the collected fields of a selection of
-// Pet, and false when they are not flat (or none).
-func flatPetPlan(collected []graphql.CollectedField) ([]flatField, bool) {
-	if !isFlatPet(collected) {
-		return nil, false
-	}
-	fields := make([]flatField, len(collected))
-	for i, f := range collected {
-		prefix := []byte{','}
-		if i == 0 {
-			prefix[0] = '{'
-		}
-		prefix = append(appendGQLString(prefix, f.Alias), ':')
-		fields[i] = flatField{kind: petFields[f.Name], prefix: prefix}
-	}
-	return fields, true
-}
-
-// isFlatPet reports whether the collected fields of a selection of Pet are flat: at least one,
-// each a field of petFields, none deferred.
-func isFlatPet(collected []graphql.CollectedField) bool {
-	for _, f := range collected {
-		if _, ok := petFields[f.Name]; !ok || len(f.Selections) > 0 || f.IsDeferred() {
-			return false
-		}
-	}
-	return len(collected) > 0
-}
-
 // MarshalGQL writes the pet as gqlgen's generated _Pet does for the same selection.
 func (e *flatPet) MarshalGQL(w io.Writer) {
-	e.list.buf = appendFlatPet(e.list.buf[:0], e.list.fields, e.pet)
-	_, _ = w.Write(e.list.buf)
-}
-
-// appendFlatPet appends p as gqlgen's generated _Pet writes it for the flat selection fields.
-func appendFlatPet(b []byte, fields []flatField, p *models.Pet) []byte {
-	for _, f := range fields {
+	b, p := e.list.buf[:0], e.pet
+	for _, f := range e.list.fields {
 		b = append(b, f.prefix...)
 		switch f.kind {
 		case petTypename:
@@ -137,7 +115,9 @@ func appendFlatPet(b []byte, fields []flatField, p *models.Pet) []byte {
 			}
 		}
 	}
-	return append(b, '}')
+	b = append(b, '}')
+	e.list.buf = b
+	_, _ = w.Write(b)
 }
 
 // appendGQLString appends s as graphql.MarshalString writes it: quoted, with ", \ and the

@@ -1,6 +1,7 @@
 package graph
 
 import (
+	"bytes"
 	"context"
 	"io"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/vektah/gqlparser/v2/ast"
 
 	"petstore/live"
+	"petstore/models"
 )
 
 // An event of the petAdded subscription goes to every subscriber of the instance at once, and
@@ -44,7 +46,7 @@ func (ec *executionContext) marshalPetAdded(ctx context.Context, sel ast.Selecti
 	if ev.Pet != nil {
 		var buf [128]byte
 		if key, ok := appendPetAddedShape(buf[:0], ec.OperationContext, sel); ok {
-			return (*renderedEvent)(ev.Render(key, func() []byte { return renderPetAdded(ec.OperationContext, sel, ev) }))
+			return (*renderedEvent)(ev.Render(key, func() []byte { return ec.renderPetAdded(sel, ev) }))
 		}
 	}
 	return ec._PetAdded(ctx, sel, ev)
@@ -80,26 +82,38 @@ func appendPetAddedShape(key []byte, oc *graphql.OperationContext, sel ast.Selec
 	return key, true
 }
 
-// renderPetAdded writes ev for sel, a flat selection of PetAdded (appendPetAddedShape).
-func renderPetAdded(oc *graphql.OperationContext, sel ast.SelectionSet, ev *live.Event) []byte {
-	b := make([]byte, 0, 160)
-	for i, f := range graphql.CollectFields(oc, sel, petAddedImplementors) {
-		b = append(b, ',')
-		if i == 0 {
-			b[len(b)-1] = '{'
-		}
-		b = append(appendGQLString(b, f.Alias), ':')
-		switch petAddedShapes[f.Name] {
-		case shapeTypename:
-			b = append(b, `"PetAdded"`...)
-		case shapeCursor:
-			b = appendGQLString(b, ev.Cursor)
-		case shapePet:
-			fields, _ := flatPetPlan(graphql.CollectFields(oc, f.Selections, petImplementors))
-			b = appendFlatPet(b, fields, ev.Pet)
+// isFlatPet reports whether the collected fields of a selection of Pet are flat, as
+// marshalFlatPets decides: at least one, each a field of petFields, none deferred.
+func isFlatPet(collected []graphql.CollectedField) bool {
+	for _, f := range collected {
+		if _, ok := petFields[f.Name]; !ok || len(f.Selections) > 0 || f.IsDeferred() {
+			return false
 		}
 	}
-	return append(b, '}')
+	return len(collected) > 0
+}
+
+// renderPetAdded writes ev for sel, a flat selection of PetAdded (appendPetAddedShape); its
+// pet as the flat path of a list of pets writes it.
+func (ec *executionContext) renderPetAdded(sel ast.SelectionSet, ev *live.Event) []byte {
+	b := bytes.NewBuffer(make([]byte, 0, 160))
+	for i, f := range graphql.CollectFields(ec.OperationContext, sel, petAddedImplementors) {
+		sep := byte(',')
+		if i == 0 {
+			sep = '{'
+		}
+		b.Write(append(appendGQLString([]byte{sep}, f.Alias), ':'))
+		switch petAddedShapes[f.Name] {
+		case shapeTypename:
+			b.WriteString(`"PetAdded"`)
+		case shapeCursor:
+			b.Write(appendGQLString(nil, ev.Cursor))
+		case shapePet:
+			ec.marshalFlatPets(f.Selections, []*models.Pet{ev.Pet})[0].MarshalGQL(b)
+		}
+	}
+	b.WriteByte('}')
+	return b.Bytes()
 }
 
 // renderedEvent is a live.Rendering written as it is.
