@@ -84,6 +84,7 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecodeNewPet$$' -fuzztime $(FUZZTIME) ./rest/
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./internal/jsonstr/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsonbody/
+	$(GO) test -run '^$$' -fuzz '^FuzzPetAdded$$' -fuzztime $(FUZZTIME) ./graph/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).

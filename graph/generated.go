@@ -3321,7 +3321,7 @@ func (ec *executionContext) marshalNPetAdded2ᚖpetstoreᚋliveᚐEvent(ctx cont
 		}
 		return graphql.Null
 	}
-	return ec._PetAdded(ctx, sel, v)
+	return ec.marshalPetAdded(ctx, sel, v)
 }
 
 func (ec *executionContext) marshalNPetConnection2ᚖpetstoreᚋgraphᚐPetConnection(ctx context.Context, sel ast.SelectionSet, v *PetConnection) graphql.Marshaler {

@@ -59,7 +59,8 @@ type Options struct {
 	QueryCacheSize int
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
-	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields.
+	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields,
+	// and so does the shared rendering of a petAdded event for PetAdded's and Pet's.
 	Tracer graphql.HandlerExtension
 }
 
@@ -150,8 +151,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 
 // extensions returns the handler's extensions, in order; docs is the handler's query cache and
 // schema its schema.
-// None may be a graphql.FieldInterceptor but opts.Tracer: flat lists of pets are written
-// without running any (flatpets.go).
+// None may be a graphql.FieldInterceptor but opts.Tracer: flat lists of pets and petAdded
+// events are written without running any (flatpets.go, petadded.go).
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := persistedQueries{store: opts.APQCache}
 	var exts []graphql.HandlerExtension

@@ -41,10 +41,12 @@ import (
 )
 
 // Event is one pet added, as the petAdded subscription sends it. Events are shared by every
-// subscriber: never change one.
+// subscriber: never change one (but through Render, which keeps what it renders).
 type Event struct {
 	Cursor string
 	Pet    *models.Pet
+
+	renderings atomic.Pointer[Rendering] // the newest first
 }
 
 // ReadFunc reads up to n pets after afterID in id order, only those of status when it is not

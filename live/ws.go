@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	coderws "github.com/coder/websocket"
 	"github.com/gin-gonic/gin"
 
 	"petstore/apierr"
@@ -276,9 +275,9 @@ func closeReason(s string) string {
 	return s[:120] + "..."
 }
 
-// wsImplementation accepts WebSockets with coder/websocket (gqlgen's own adapter), after the
-// Upgrade middleware: small buffers, no server deadlines carried over from the upgrade request,
-// a deadline on each write, and the close codes the service chooses.
+// wsImplementation accepts WebSockets with coder/websocket (as gqlgen's own adapter does:
+// coderConn), after the Upgrade middleware: small buffers, no server deadlines carried over
+// from the upgrade request, a deadline on each write, and the close codes the service chooses.
 type wsImplementation struct{ reg *Registry }
 
 func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
@@ -290,15 +289,11 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 	if !ok {
 		return nil, errNoUpgrade
 	}
-	impl := transport.CoderWebsocketImplementation{AcceptOptions: coderws.AcceptOptions{
-		InsecureSkipVerify: true, // Upgrade checked the Origin against the CORS allow-list
-		CompressionMode:    coderws.CompressionDisabled,
-	}}
-	conn, err := impl.Accept(dw, r, opts)
+	conn, err := acceptCoder(dw, r, opts)
 	if err != nil {
 		return nil, err
 	}
-	ws := &wsConn{WebsocketConn: conn, net: dw.conn, reg: i.reg}
+	ws := &wsConn{coderConn: conn, net: dw.conn, reg: i.reg}
 	ws.lastRead.Store(time.Now().UnixNano())
 	st.ws = ws
 	i.reg.mu.Lock()
@@ -314,7 +309,7 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 
 // wsConn is gqlgen's coder/websocket connection with deadlines and chosen close codes.
 type wsConn struct {
-	transport.WebsocketConn
+	*coderConn
 	net      net.Conn
 	reg      *Registry
 	conn     atomic.Pointer[Conn] // once authenticated
@@ -347,27 +342,25 @@ func (c *wsConn) WriteClose(code int, reason string) error {
 	c.writeClosed = true
 	c.mu.Unlock()
 	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
-	return c.WebsocketConn.WriteClose(code, reason)
+	return c.coderConn.WriteClose(code, reason)
 }
 
 // WriteJSON writes v within RegistryOptions.WriteTimeout; past it the connection is closed.
+// The events of a subscription (next messages) are written without marshalling their payload
+// again, the same bytes as json.Marshal writes.
 func (c *wsConn) WriteJSON(v any) error {
 	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
-	return c.WebsocketConn.WriteJSON(v)
+	if payload, id, ok := nextMessage(v); ok {
+		return c.writeNext(payload, id)
+	}
+	return c.coderConn.WriteJSON(v)
 }
 
 // NextReader notes when the peer last sent something.
 func (c *wsConn) NextReader() (int, io.Reader, error) {
-	t, r, err := c.WebsocketConn.NextReader()
+	t, r, err := c.coderConn.NextReader()
 	c.lastRead.Store(time.Now().UnixNano())
 	return t, r, err
-}
-
-// SetReadLimit bounds the messages read.
-func (c *wsConn) SetReadLimit(limit int64) {
-	if l, ok := c.WebsocketConn.(transport.WebsocketReadLimiter); ok {
-		l.SetReadLimit(limit)
-	}
 }
 
 // pingMessage is graphql-transport-ws's ping; clients answer pong.

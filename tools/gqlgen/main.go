@@ -1,11 +1,13 @@
 // Command gqlgen regenerates graph/generated.go from gqlgen.yml, as `gqlgen generate` does
 // (through gqlgen's Go API, at the version pinned in go.mod), and then points the generated
-// list marshallers at graph.marshalList instead of gqlgen's MarshalSliceConcurrently: see
-// graph/slice.go for why. gqlgen offers no hook for the code of a list marshaller (its plugins
-// run before the code is written, and the template is fixed), so the one call is rewritten
-// here, and the command fails if gqlgen's output no longer has the call it rewrites.
-// graph's TestGeneratedListsUseMarshalList fails when generated.go was made by plain
-// `gqlgen generate`. Run it from the module root: `make generate`.
+// list marshallers at graph.marshalList instead of gqlgen's MarshalSliceConcurrently (see
+// graph/slice.go for why), and the marshaller of a petAdded event at graph.marshalPetAdded
+// (see graph/petadded.go). gqlgen offers no hook for the code of a marshaller (its plugins
+// run before the code is written, and the template is fixed), so the calls are rewritten
+// here, and the command fails if gqlgen's output no longer has the calls it rewrites.
+// graph's TestGeneratedListsUseMarshalList and TestGeneratedPetAddedUsesMarshalPetAdded fail
+// when generated.go was made by plain `gqlgen generate`. Run it from the module root:
+// `make generate`.
 package main
 
 import (
@@ -23,6 +25,12 @@ import (
 var (
 	gqlgenCall = []byte("graphql.MarshalSliceConcurrently(ctx, len(v), 0, false, ")
 	ourCall    = []byte("marshalList(ec, ctx, sel, v, ")
+)
+
+// The call gqlgen writes in the marshaller of PetAdded, once, and what it becomes.
+var (
+	gqlgenPetAdded = []byte("return ec._PetAdded(ctx, sel, v)")
+	ourPetAdded    = []byte("return ec.marshalPetAdded(ctx, sel, v)")
 )
 
 func main() {
@@ -49,9 +57,14 @@ func generate() error {
 	if n == 0 {
 		return errors.New(path + ": gqlgen wrote no list marshaller of the expected form; update tools/gqlgen")
 	}
-	if err := os.WriteFile(path, bytes.ReplaceAll(code, gqlgenCall, ourCall), 0o644); err != nil {
+	if m := bytes.Count(code, gqlgenPetAdded); m != 1 {
+		return fmt.Errorf("%s: gqlgen wrote %d calls of %s, not one; update tools/gqlgen", path, m, gqlgenPetAdded)
+	}
+	code = bytes.ReplaceAll(code, gqlgenCall, ourCall)
+	code = bytes.ReplaceAll(code, gqlgenPetAdded, ourPetAdded)
+	if err := os.WriteFile(path, code, 0o644); err != nil {
 		return err
 	}
-	fmt.Printf("%s: %d list marshallers call marshalList\n", path, n)
+	fmt.Printf("%s: %d list marshallers call marshalList, PetAdded's calls marshalPetAdded\n", path, n)
 	return nil
 }

@@ -1,0 +1,178 @@
+package live
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"reflect"
+	"sync"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	coderws "github.com/coder/websocket"
+
+	"petstore/internal/jsonstr"
+)
+
+// coderConn is gqlgen's transport.WebsocketConn over coder/websocket, as gqlgen's own adapter
+// (transport.CoderWebsocketImplementation) makes it, but for the connection being at hand:
+// wsConn writes the events of a subscription with it as they are (writeNext).
+type coderConn struct {
+	ws *coderws.Conn
+
+	mu      sync.Mutex
+	closing bool // WriteClose started the close handshake
+}
+
+// acceptCoder accepts the WebSocket of w and r as gqlgen's adapter does: its subprotocols and
+// response headers, without compression. The Origin is not checked here (Upgrade did).
+func acceptCoder(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (*coderConn, error) {
+	for key, values := range opts.ResponseHeader {
+		for _, v := range values {
+			w.Header().Add(key, v)
+		}
+	}
+	ws, err := coderws.Accept(w, r, &coderws.AcceptOptions{
+		Subprotocols:       opts.Subprotocols,
+		InsecureSkipVerify: true, // Upgrade checked the Origin against the CORS allow-list
+		CompressionMode:    coderws.CompressionDisabled,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &coderConn{ws: ws}, nil
+}
+
+// NextReader reads the next message; a normal close is transport.ErrWebsocketClosed.
+func (c *coderConn) NextReader() (int, io.Reader, error) {
+	typ, data, err := c.ws.Read(context.Background())
+	if err != nil {
+		switch coderws.CloseStatus(err) {
+		case coderws.StatusNormalClosure, coderws.StatusNoStatusRcvd:
+			return int(typ), nil, transport.ErrWebsocketClosed
+		}
+		return int(typ), nil, err
+	}
+	return int(typ), bytes.NewReader(data), nil
+}
+
+// WriteJSON writes v as one text message.
+func (c *coderConn) WriteJSON(v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return c.ws.Write(context.Background(), coderws.MessageText, b)
+}
+
+// WriteClose starts the close handshake with code and message, once, on a goroutine of its
+// own: coder/websocket waits up to 5 s for the peer's close frame, which the transport must
+// not wait for.
+func (c *coderConn) WriteClose(code int, message string) error {
+	c.mu.Lock()
+	started := c.closing
+	c.closing = true
+	c.mu.Unlock()
+	if !started {
+		go func() { _ = c.ws.Close(coderws.StatusCode(code), message) }()
+	}
+	return nil
+}
+
+// Close closes the connection at once, unless the close handshake, which closes it, started.
+func (c *coderConn) Close() error {
+	c.mu.Lock()
+	closing := c.closing
+	c.mu.Unlock()
+	if closing {
+		return nil
+	}
+	return c.ws.CloseNow()
+}
+
+// Subprotocol returns the subprotocol agreed on.
+func (c *coderConn) Subprotocol() string { return c.ws.Subprotocol() }
+
+// SetReadLimit bounds the messages read.
+func (c *coderConn) SetReadLimit(limit int64) { c.ws.SetReadLimit(limit) }
+
+// The message gqlgen's graphql-transport-ws transport writes (graphqltransportwsMessage, an
+// unexported struct of its package) is read by reflection, once its layout is checked to be
+// the one json.Marshal writes as {"payload":...,"id":...,"type":...}.
+var (
+	transportPackage = reflect.TypeFor[transport.Websocket]().PkgPath()
+	messageOnce      sync.Once
+	messageLayoutOK  bool // else json.Marshal writes every message
+)
+
+// nextMessage returns the payload and operation id of v when it is a next message of
+// graphql-transport-ws with a payload. gqlgen marshals that payload with json.Marshal (a
+// graphql.Response): it is compact and escaped as json.Marshal would write it again.
+func nextMessage(v any) (payload []byte, id string, ok bool) {
+	rv := reflect.ValueOf(v)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return nil, "", false
+	}
+	rv = rv.Elem()
+	t := rv.Type()
+	if t.Name() != "graphqltransportwsMessage" || t.PkgPath() != transportPackage {
+		return nil, "", false
+	}
+	messageOnce.Do(func() { messageLayoutOK = isMessageLayout(t) })
+	if !messageLayoutOK || rv.Field(2).String() != "next" {
+		return nil, "", false
+	}
+	payload = rv.Field(0).Bytes()
+	return payload, rv.Field(1).String(), len(payload) > 0
+}
+
+// isMessageLayout reports whether the struct t has the fields nextMessage reads, as
+// json.Marshal writes them: Payload (a json.RawMessage), ID and Type (strings), in this order
+// with these tags, and nothing else json.Marshal would write.
+func isMessageLayout(t reflect.Type) bool {
+	want := [...]struct {
+		name, tag string
+		kind      reflect.Kind
+	}{{"Payload", "payload,omitempty", reflect.Slice}, {"ID", "id,omitempty", reflect.String}, {"Type", "type", reflect.String}}
+	if t.Kind() != reflect.Struct || t.NumField() < len(want) || t.Field(0).Type != reflect.TypeFor[json.RawMessage]() {
+		return false
+	}
+	for i, w := range want {
+		if f := t.Field(i); f.Name != w.name || f.Tag.Get("json") != w.tag || f.Type.Kind() != w.kind {
+			return false
+		}
+	}
+	for i := len(want); i < t.NumField(); i++ {
+		if t.Field(i).IsExported() {
+			return false
+		}
+	}
+	return true
+}
+
+// nextBuffers holds the buffers next messages are written in.
+var nextBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
+
+// writeNext writes the next message of operation id with payload (nextMessage), with a
+// buffer of nextBuffers.
+func (c *coderConn) writeNext(payload []byte, id string) error {
+	bp := nextBuffers.Get().(*[]byte)
+	b := appendNext((*bp)[:0], payload, id)
+	err := c.ws.Write(context.Background(), coderws.MessageText, b)
+	if cap(b) <= 64<<10 { // the pool keeps no large buffer
+		*bp = b[:0]
+		nextBuffers.Put(bp)
+	}
+	return err
+}
+
+// appendNext appends the next message of operation id with payload as json.Marshal writes
+// gqlgen's message, without marshalling (and validating) the payload again.
+func appendNext(b, payload []byte, id string) []byte {
+	b = append(append(b, `{"payload":`...), payload...)
+	if id != "" {
+		b = jsonstr.Append(append(b, `,"id":`...), id)
+	}
+	return append(b, `,"type":"next"}`...)
+}
