@@ -329,8 +329,8 @@ func (r *pagingRace) call(method, path, body string, hdr http.Header) (int, http
 // TestPageWaitsForInFlightInsert checks on MySQL, step by step, what
 // TestPagingUnderConcurrentWriters checks in bulk: a page whose range holds an uncommitted
 // pet waits for its commit and lists it; a page stuck behind a transaction that does not end
-// answers 503 unavailable after the statement timeout; a page whose range stops short of the
-// uncommitted pet does not wait.
+// answers 503 unavailable after the statement timeout; a page that ends short of the
+// uncommitted pet, or whose last pet comes before it, does not wait.
 func TestPageWaitsForInFlightInsert(t *testing.T) {
 	db := dbtest.New(t, migrations.MySQL)
 	cfg := config.Default()
@@ -356,6 +356,10 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 
 	stuck := beginInsert(t, db) // pet 4, never committed
 	defer func() { _ = stuck.Rollback() }()
+	if ids := petIDs(t, api.do(t, get(next[1]))); fmt.Sprint(ids) != "[3]" {
+		t.Errorf("second page, whose last pet comes before the uncommitted one: got %v; want [3] at once", ids)
+	}
+	seedPets(t, api, 1) // pet 5
 	if ids := petIDs(t, api.do(t, get("/v1/pets?limit=1"))); fmt.Sprint(ids) != "[1]" {
 		t.Errorf("a page short of the uncommitted pet: got %v; want [1]", ids)
 	}
@@ -363,8 +367,8 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 	if err := stuck.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	if ids := petIDs(t, api.do(t, get(next[1]))); fmt.Sprint(ids) != "[3]" {
-		t.Errorf("second page once pet 4 rolled back: got %v; want [3]", ids)
+	if ids := petIDs(t, api.do(t, get(next[1]))); fmt.Sprint(ids) != "[3 5]" {
+		t.Errorf("second page once pet 4 rolled back: got %v; want [3 5]", ids)
 	}
 }
 
@@ -467,8 +471,9 @@ func petIDs(t *testing.T, resp response) []int64 {
 }
 
 // TestStuckPageFreesItsServerThread is the attack of "a page hangs a database thread longer
-// than the timeout": a page stuck behind a transaction that does not end answers 503 after
-// PETSTORE_DB_TIMEOUT, and its statement is gone from the server soon after, while the
+// than the timeout": a page whose range holds a pet inserted by a transaction that does not
+// end answers 503 after PETSTORE_DB_TIMEOUT (once the hole has been missing for
+// store.SettleDelay), and its statement is gone from the server soon after, while the
 // transaction is still open, instead of waiting out innodb_lock_wait_timeout (50 s) on a
 // server thread after the client left.
 func TestStuckPageFreesItsServerThread(t *testing.T) {
@@ -479,6 +484,7 @@ func TestStuckPageFreesItsServerThread(t *testing.T) {
 	seedPets(t, api, 1)
 	stuck := beginInsert(t, db)
 	defer func() { _ = stuck.Rollback() }()
+	seedPets(t, api, 1)
 	checkError(t, api.do(t, get("/v1/pets")), http.StatusServiceUnavailable, apierr.Unavailable, "retry")
 	for range 100 { // up to 2 s more
 		var n int

@@ -57,33 +57,33 @@ type listStatements struct{ all, byStatus, first, firstByStatus string }
 
 // newListStatements returns the listing statements of dialect, whose statements take at most
 // timeout. On SQLite, whose one connection runs one statement at a time, every write has
-// committed before a page is read: plain reads suffice.
+// committed before a page is read.
 //
-// On MySQL a page is a locking read. AUTO_INCREMENT hands out ids at insert, not at commit:
-// a plain read (a snapshot) skips a lower id still uncommitted, its cursor passes that id, and
-// the pet never shows in the walk once it commits. LOCK IN SHARE MODE makes InnoDB wait for
-// every uncommitted row the scan meets to commit (the row is then read) or roll back (it is
-// not), so every id up to the page's last one is settled when the page is answered, and no
-// cursor passes a pet that commits later (TestPagingUnderConcurrentWriters). The locks
-// (next-key locks under REPEATABLE READ) last only this autocommit statement: an insert
-// waits for them only when the page reaches the end of the table, for the length of the read;
-// the listing takes no other lock and a writer inserts one row, so no deadlock can form. A
-// page stuck behind a transaction that does not end gives up after timeout on the server too
-// (MariaDB's SET STATEMENT max_statement_time, MySQL's MAX_EXECUTION_TIME hint; each ignores
-// the other's comment), rather than keep a server thread after the client went: 503.
+// On MySQL a page is a plain read, which neither waits for a write nor holds it up, settled by
+// store.Settler before it is answered (settledPage): AUTO_INCREMENT hands out ids before their
+// rows commit, or are even in the table, so a page can lack a lower id still on its way (a
+// hole among the ids it read, or beyond the settled ones), and a cursor past it would skip
+// that pet for good once it commits. A page whose ids follow the settled ones without a hole
+// settles itself; one with a hole is read again after a short pause until the hole fills, or
+// until it is dead: missing, after a locking read that waits for a row still uncommitted, a
+// second after a higher id was seen committed (TestPagingUnderConcurrentWriters,
+// TestPageWaitsForMissingID). A statement that does not end within timeout is ended on the
+// server too (MariaDB's SET STATEMENT max_statement_time, MySQL's MAX_EXECUTION_TIME hint;
+// each ignores the other's comment), rather than keep a server thread after the client went:
+// 503.
 //
-// The wait covers rows in the index. An insert that has its id and is not in the index yet
-// leaves a hole that the read cannot wait for: settledPage (store.Settler) reads the page
-// again until the hole fills or is settled.
-//
-// Rejected: committing in id order (a counter row locked until commit) would serialise every
-// POST, idempotent ones for their whole transaction; entering rows in id order (INSERT ...
-// SELECT under the AUTO-INC table lock) cost a quarter of the POSTs a second (pets.go).
+// Rejected: a locking read for every page (LOCK IN SHARE MODE) waits for uncommitted rows, but
+// its next-key locks at the end of the table hold up the inserts there, whose ids are taken and
+// whose rows are not in the table yet: under a stream of pages an insert can wait long enough
+// for its hole to pass for dead (TestPagingOnReplica found such skips). Committing in id order
+// (a counter row locked until commit) would serialise every POST; entering rows in id order
+// (INSERT ... SELECT under the AUTO-INC table lock) cost a quarter of the POSTs a second
+// (pets.go).
 func newListStatements(dialect string, timeout time.Duration) listStatements {
 	if dialect != migrations.MySQL {
 		return withSuffix("SELECT "+listColumns, "")
 	}
-	return mysqlListStatements(timeout, "", " LOCK IN SHARE MODE")
+	return mysqlListStatements(timeout, "", "")
 }
 
 // galeraListStatements are the listing statements on a Galera cluster: the locking read of
@@ -151,9 +151,9 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	s := r.settle
 	for attempt := 0; ; attempt++ {
-		var before int64
+		var m store.Mark
 		if s != nil {
-			before = s.Settled() // before the read: it sees every pet up to it
+			m = s.Mark() // before the read: it sees every pet up to m.Settled
 		}
 		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
 		// The last page settles too: it hands out no cursor, but the walk that reads it has
@@ -161,7 +161,7 @@ func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status
 		if err != nil || len(pets) == 0 || s == nil {
 			return pets, more, err
 		}
-		base, upTo := max(before, afterID), pets[len(pets)-1].ID
+		base, upTo := max(m.Settled, afterID), pets[len(pets)-1].ID
 		if upTo <= base {
 			return pets, more, nil
 		}
@@ -174,7 +174,7 @@ func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status
 				return !st.Valid || st.String != string(*status) || slices.ContainsFunc(pets, func(p models.Pet) bool { return p.ID == id })
 			}
 		}
-		ok, err := s.Check(ctx, base, upTo, ids, listed)
+		ok, err := s.Check(ctx, m, base, upTo, ids, listed)
 		if err != nil {
 			return nil, false, err
 		}

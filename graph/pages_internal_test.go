@@ -2,49 +2,58 @@ package graph
 
 import (
 	"context"
-	"errors"
 	"testing"
 	"time"
 
-	mysqldriver "github.com/go-sql-driver/mysql"
-
+	"petstore/apierr"
 	"petstore/internal/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )
 
-// TestListStatementsGiveUpOnTheServer checks that a MySQL page stuck behind a transaction
-// that does not end is ended by the server after the statement timeout, not by InnoDB's lock
-// wait timeout (50 s by default) long after the client gave up, and that the error it gets
-// is one that answers 503.
-func TestListStatementsGiveUpOnTheServer(t *testing.T) {
-	db := dbtest.New(t, migrations.MySQL)
+// TestStuckHoleGivesUpOnTheServer checks that a MySQL page whose range holds a pet inserted by
+// a transaction that does not end answers 503 once the statement timeout has passed, its
+// locking read of the hole (store.Settler) ended by the server, not by InnoDB's lock wait
+// timeout (50 s by default) long after the client gave up; and that the page statements
+// themselves neither wait for the open insert nor hold it up.
+func TestStuckHoleGivesUpOnTheServer(t *testing.T) {
+	ctx := context.Background()
+	db, err := store.Open(ctx, dbtest.DSN(t, migrations.MySQL), store.DefaultPool, store.WithTimeout(200*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	insert := "INSERT INTO pets (name, category_id, status) VALUES ('pet', 1, 'sold')"
+	if err := db.Exec(insert).Error; err != nil { // pet 1
+		t.Fatal(err)
+	}
 	tx, err := db.SQL().Begin()
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() { _ = tx.Rollback() }()
-	if _, err := tx.Exec("INSERT INTO pets (name, category_id, status) VALUES ('stuck', 1, 'sold')"); err != nil {
+	if _, err := tx.Exec(insert); err != nil { // pet 2, never committed
 		t.Fatal(err)
 	}
-	stmts := newListStatements(migrations.MySQL, 200*time.Millisecond)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second) // far beyond the bound
+	if err := db.Exec(insert).Error; err != nil { // pet 3
+		t.Fatal(err)
+	}
+	r := NewResolver(db, 200*time.Millisecond)
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second) // far beyond the bound
 	defer cancel()
-	pool := db.Statement.ConnPool // GORM's prepared statements, as the resolvers use them
-	for _, q := range []struct {
-		sql  string
-		args []any
-	}{{stmts.all, []any{0, 10}}, {stmts.byStatus, []any{"sold", 0, 10}}, {stmts.first, []any{10}}, {stmts.firstByStatus, []any{"sold", 10}}} {
-		rows, err := pool.QueryContext(ctx, q.sql, q.args...)
-		if err == nil {
-			for rows.Next() {
-			}
-			err = rows.Err()
-			_ = rows.Close()
-		}
-		var myErr *mysqldriver.MySQLError
-		if !errors.As(err, &myErr) || !store.Unavailable(err) {
-			t.Errorf("%s behind an open insert: got %v; want a server timeout that store.Unavailable reports", q.sql, err)
-		}
+	_, _, err = r.PetsPage(ctx, nil, nil, nil)
+	if e := apierr.From(err); e.Code != apierr.Unavailable {
+		t.Fatalf("a page past a pet held by an open transaction: got %v; want unavailable", err)
+	}
+	if took := time.Since(start); took > store.SettleDelay+5*time.Second {
+		t.Errorf("the page gave up after %v; want about %v (SettleDelay, then the 200 ms statement timeout)", took, store.SettleDelay)
+	}
+	pets, _, err := r.page(ctx, db.Statement.ConnPool, r.listSQL, 10, 0, nil)
+	if err != nil || len(pets) != 2 {
+		t.Errorf("a plain page beside the open insert: got %d pets, %v; want pets 1 and 3 at once", len(pets), err)
 	}
 }

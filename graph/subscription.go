@@ -5,7 +5,6 @@ import (
 
 	"petstore/apierr"
 	"petstore/live"
-	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"
 )
@@ -47,20 +46,17 @@ func (r *Resolver) PetsAfter(ctx context.Context, afterID int64, n int, status *
 // LastPetID returns the highest pet id stored, 0 for none, once every id up to it is settled:
 // where a Hub starts (live.HubOptions.LastID).
 func (r *Resolver) LastPetID(ctx context.Context) (int64, error) {
-	q := "SELECT COALESCE(MAX(id), 0) FROM pets"
-	if r.DB.Dialector.Name() == migrations.MySQL {
-		q += " LOCK IN SHARE MODE" // waits for the inserts in the table to end
-	}
+	const q = "SELECT COALESCE(MAX(id), 0) FROM pets"
 	for attempt := 0; ; attempt++ {
-		var before int64
+		var m store.Mark
 		if r.settle != nil {
-			before = r.settle.Settled()
+			m = r.settle.Mark()
 		}
 		id, err := r.lastID(ctx, q)
 		if err != nil || r.settle == nil {
 			return id, err
 		}
-		ok, err := r.settle.Check(ctx, before, id, nil, nil)
+		ok, err := r.settle.Check(ctx, m, m.Settled, id, nil, nil)
 		if err != nil || ok {
 			return id, err
 		}

@@ -1,16 +1,18 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
+	"strconv"
 	"sync"
 	"time"
 )
 
-// SettleDelay is how long after a pet was seen committed every lower id still missing from
-// the table is taken as never to come: an insert that took such an id commits, or fails,
-// within it. See Settler.
+// SettleDelay is how long after a pet was seen committed an id below it may stay missing
+// from the table before it is taken as never to come. See Settler.
 const SettleDelay = time.Second
 
 // settleBatch bounds the ids that one settling read locks and returns.
@@ -29,19 +31,24 @@ const settleBatch = 10_000
 //   - Gapless: where one counter hands out every id in steps of one (one MySQL or MariaDB
 //     primary, auto_increment_increment 1), a locking read that finds every id from the
 //     settled one up to some id settles them at once: each was waited for, and none is
-//     missing. This is the common case and costs nothing more than the page's own read.
-//   - Time: an id is settled once a pet with a higher or equal id was seen committed at least
-//     SettleDelay before. Under the gapless rule it settles the holes, the ids of inserts that
-//     failed or rolled back; on a Galera cluster, where every node has its own counter
-//     (auto_increment_increment, one offset per node) and holes are the rule, it is the only
-//     one.
+//     missing. This is the common case, and costs nothing more than the page's own read. An
+//     id missing from such a read (a hole) is dead, and passed like a row found, once a read
+//     that began SettleDelay or more after a higher id was seen committed still misses it:
+//     an insert that took it has entered the table by then, or failed. A hole is either an
+//     insert that failed or rolled back, or one a moment from entering the table.
+//   - Time: on a Galera cluster every node has its own counter (auto_increment_increment, one
+//     offset per node), holes are the rule, and an id is settled once a pet with a higher or
+//     equal id was seen committed at least SettleDelay before: a write that took a lower id
+//     commits, or fails, within it.
 //
 // So a page, a subscription or a replica passes an id it has not seen only when that id was
-// missing for SettleDelay after a higher one committed: a write that takes longer than that
-// between taking its id and committing can be skipped. A Settler is safe for concurrent use.
+// missing SettleDelay after a higher one committed: on one primary, a write that takes longer
+// than that between taking its id and entering the table can be skipped; on Galera, one that
+// takes longer to commit. A Settler is safe for concurrent use.
 type Settler struct {
 	db      *sql.DB // the primary
-	idsSQL  string  // the ids and statuses in (?, ?], locking
+	head    string  // of every statement: the statement timeout on the server
+	idsSQL  string  // the ids and statuses in (?, ?]
 	maxSQL  string  // the highest id
 	timeout time.Duration
 	delay   time.Duration
@@ -49,7 +56,8 @@ type Settler struct {
 
 	mu      sync.Mutex
 	settled int64         // every id up to it is settled
-	seen    []observation // ids seen committed, ascending, not yet settling others
+	dead    int64         // gapless: an id up to it still missing is dead
+	seen    []observation // ids seen committed, ascending, not yet past their delay
 }
 
 // observation is the highest id reads saw committed, and when the last of them ended; reads
@@ -59,42 +67,56 @@ type observation struct {
 	id        int64
 }
 
+// Mark is what a Settler knew when a read began: pass it to Check with the read's results.
+type Mark struct {
+	// Settled is the highest id settled: a locking read that begins then sees every pet up to
+	// it.
+	Settled int64
+	dead    int64
+}
+
 // newSettler returns the Settler of the MySQL primary db, whose statements take at most
 // timeout: gapless unless ids come in steps other than one (a Galera cluster).
 func newSettler(db *sql.DB, timeout time.Duration, gapless bool) *Settler {
 	head := fmt.Sprintf("/*M! SET STATEMENT max_statement_time=%.3f FOR*/ SELECT /*+ MAX_EXECUTION_TIME(%d) */ ",
 		timeout.Seconds(), timeout.Milliseconds())
-	return &Settler{db: db, timeout: timeout, delay: SettleDelay, gapless: gapless,
-		idsSQL: head + fmt.Sprintf("id, status FROM pets WHERE id > ? AND id <= ? ORDER BY id LIMIT %d LOCK IN SHARE MODE", settleBatch),
+	return &Settler{db: db, timeout: timeout, delay: SettleDelay, gapless: gapless, head: head,
+		idsSQL: head + fmt.Sprintf("id, status FROM pets WHERE id > ? AND id <= ? ORDER BY id LIMIT %d", settleBatch),
 		maxSQL: head + "MAX(id) FROM pets"}
 }
 
-// Settled returns the highest id settled now: every pet up to it is in the table, committed,
-// or never will be. A locking read that starts after the call sees all of them.
-func (s *Settler) Settled() int64 {
-	return s.settledAt(time.Now())
-}
+// Settled returns the highest id settled now: every pet up to it is committed, or never will
+// be.
+func (s *Settler) Settled() int64 { return s.Mark().Settled }
 
-// settledAt returns the highest id settled at now.
-func (s *Settler) settledAt(now time.Time) int64 {
+// Mark returns what s knows now; call it just before a read.
+func (s *Settler) Mark() Mark { return s.markAt(time.Now()) }
+
+// markAt returns what s knows at now: the observations past their delay settle their ids
+// (time rule) or make the holes below them dead (gapless rule).
+func (s *Settler) markAt(now time.Time) Mark {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	i := 0
 	for ; i < len(s.seen) && now.Sub(s.seen[i].at) >= s.delay; i++ {
-		s.settled = max(s.settled, s.seen[i].id)
+		if s.gapless {
+			s.dead = max(s.dead, s.seen[i].id)
+		} else {
+			s.settled = max(s.settled, s.seen[i].id)
+		}
 	}
 	s.seen = append(s.seen[:0], s.seen[i:]...)
-	return s.settled
+	return Mark{Settled: s.settled, dead: s.dead}
 }
 
-// observe notes that a read that ended at t saw id committed (the time rule).
+// observe notes that a read that ended at t saw id committed.
 func (s *Settler) observe(t time.Time, id int64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	n := len(s.seen)
 	switch {
 	case id <= s.settled || (n > 0 && id <= s.seen[n-1].id):
-		// An earlier observation of a higher id settles it sooner.
+		// An earlier observation of a higher id does as much, sooner.
 	case n > 0 && t.Sub(s.seen[n-1].first) < s.delay/8:
 		// Merged into the last observation, made later: at most 9 or so are kept.
 		s.seen[n-1].at, s.seen[n-1].id = t, id
@@ -103,48 +125,123 @@ func (s *Settler) observe(t time.Time, id int64) {
 	}
 }
 
-// found notes that a locking read that ended at t found exactly ids (ascending, committed)
-// among the ids above from up to the last of them, and returns the settled id: under the
-// gapless rule the ids that follow the settled one without a hole are settled; the last id
-// found is observed for the time rule.
-func (s *Settler) found(t time.Time, from int64, ids []int64) int64 {
+// found notes that a read that began at m found exactly ids (ascending, committed) among the
+// ids above from up to the last of them, and observes the last. Under the gapless rule it
+// settles the ids that follow the settled one without a hole, the dead holes aside: those up to
+// m.dead, which a locking read of them now (waiting for any row still uncommitted) does not
+// find. When it finds one, m.dead is not to be trusted for ids: it returns errFilled, and the
+// caller reads again.
+func (s *Settler) found(ctx context.Context, m Mark, t time.Time, from int64, ids []int64) error {
 	if len(ids) == 0 {
-		return s.settledAt(t)
+		return nil
 	}
 	s.observe(t, ids[len(ids)-1])
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.gapless && from <= s.settled {
-		for _, id := range ids {
-			if id > s.settled+1 {
-				break
-			}
-			s.settled = max(s.settled, id)
+	if !s.gapless {
+		return nil
+	}
+	if holes := holesUpTo(from, m.dead, ids); len(holes) > 0 {
+		if filled, err := s.present(ctx, holes); err != nil || filled {
+			return cmp.Or(err, errFilled)
 		}
 	}
-	return s.settled
+	s.advance(m, from, ids)
+	return nil
 }
 
-// Check reports whether a read that began once Settled returned before may pass upTo: every
-// id in (base, upTo] is settled, base being before, or the read's own cursor when that is
-// higher (a cursor the service handed out was settled then). It settles what it can at once:
-// under the gapless rule from page, the ids of an unfiltered page (all those in (base, upTo]),
-// or else from the ids read here when they are few, each of which the caller's read must have
-// returned when listed says so (nil: none); otherwise the time rule gets the newest id, and a
-// read again after Pause finds it settled.
-func (s *Settler) Check(ctx context.Context, base, upTo int64, page []int64, listed func(id int64, status sql.NullString) bool) (bool, error) {
+// advance settles, under the gapless rule, the ids that follow the settled one in ids (those a
+// read that began at m found above from), the holes up to m.dead aside.
+func (s *Settler) advance(m Mark, from int64, ids []int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if from <= s.settled {
+		s.settled = max(s.settled, gaplessTo(s.settled, m.dead, ids))
+	}
+}
+
+// errFilled means that a hole of a read was filled meanwhile: read again.
+var errFilled = errors.New("store: a pet missing from a read has arrived since")
+
+// holesUpTo returns the ids above from, up to the last of ids and to dead, that ids (ascending)
+// lack.
+func holesUpTo(from, dead int64, ids []int64) []int64 {
+	var holes []int64
+	next := from + 1
+	for _, id := range ids {
+		for ; next < id && next <= dead; next++ {
+			holes = append(holes, next)
+		}
+		next = max(next, id+1)
+	}
+	return holes
+}
+
+// present reports whether any of ids is in the table, waiting for those still uncommitted
+// (a locking read; one of these a hole, rarely).
+func (s *Settler) present(ctx context.Context, ids []int64) (bool, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	q := make([]byte, 0, len(s.head)+64+len(ids)*8)
+	q = append(q, s.head...)
+	q = append(q, "COUNT(*) FROM pets WHERE id IN ("...)
+	for i, id := range ids {
+		if i > 0 {
+			q = append(q, ',')
+		}
+		q = strconv.AppendInt(q, id, 10)
+	}
+	q = append(q, ") LOCK IN SHARE MODE"...)
+	var n int
+	err := Retry(ctx, func(ctx context.Context) error { return s.db.QueryRowContext(ctx, string(q)).Scan(&n) })
+	if err != nil {
+		return false, APIError(err)
+	}
+	return n > 0, nil
+}
+
+// gaplessTo returns the highest id up to which ids (ascending, from a locking read of every
+// id above base) hold every id above base, but holes up to dead.
+func gaplessTo(base, dead int64, ids []int64) int64 {
+	next := base + 1 // the lowest id not accounted for
+	for _, id := range ids {
+		if id < next {
+			continue
+		}
+		if id-1 > dead && id > next { // a hole not dead: accounted for up to it
+			return max(next-1, min(dead, id-1))
+		}
+		next = id + 1
+	}
+	return next - 1
+}
+
+// Check reports whether a read that began at m may pass upTo: every id in (base, upTo] is
+// settled, base being m.Settled, or the read's own cursor when that is higher (a cursor the
+// service handed out was settled then). It settles what it can at once: under the gapless
+// rule from page, the ids of an unfiltered page (all those in (base, upTo]), or else from the
+// ids read here, each of which the caller's read must have returned when listed says so (nil:
+// none); when they are too many to read at once (far above the ids settled so far, after a
+// start), it advances the settled id and has the caller read again. Otherwise it notes the
+// newest pet, past whose delay a read again after Pause finds the holes dead (gapless rule) or
+// the ids settled (time rule).
+func (s *Settler) Check(ctx context.Context, m Mark, base, upTo int64, page []int64, listed func(id int64, status sql.NullString) bool) (bool, error) {
 	if upTo <= base {
 		return true, nil
 	}
-	if s.gapless && (page != nil || upTo-base <= settleBatch) {
-		ok, err := s.gaplessCheck(ctx, base, upTo, page, listed)
-		if err != nil || ok {
-			return ok, err
+	if s.gapless {
+		if page != nil || upTo-base <= settleBatch {
+			ok, err := s.gaplessCheck(ctx, m, base, upTo, page, listed)
+			if errors.Is(err, errFilled) {
+				return false, nil // read again
+			}
+			if err != nil || ok {
+				return ok, err
+			}
+		} else if settled, err := s.Advance(ctx); err != nil || settled >= upTo {
+			return false, err // read again: settled now
 		}
 	}
-	// A hole, or too many ids to read (a page far above the ids settled so far, after a
-	// start), or a Galera cluster: the time rule, from the newest pet, so that one delay
-	// settles every hole there is now.
+	// A hole, or a Galera cluster: the newest pet, so that one delay does for every hole there
+	// is now.
 	newest, err := s.newest(ctx)
 	if err != nil {
 		return false, err
@@ -154,54 +251,50 @@ func (s *Settler) Check(ctx context.Context, base, upTo int64, page []int64, lis
 }
 
 // gaplessCheck is Check under the gapless rule, when it can read the ids.
-func (s *Settler) gaplessCheck(ctx context.Context, base, upTo int64, page []int64, listed func(id int64, status sql.NullString) bool) (bool, error) {
-	if page != nil {
-		s.found(time.Now(), base, page)
-		return gapless(base, upTo, page), nil
+func (s *Settler) gaplessCheck(ctx context.Context, m Mark, base, upTo int64, page []int64, listed func(id int64, status sql.NullString) bool) (bool, error) {
+	ids := page
+	if ids == nil {
+		m = s.Mark() // the read below begins now
+		var statuses []sql.NullString
+		var err error
+		if ids, statuses, err = s.ids(ctx, base, upTo); err != nil {
+			return false, err
+		}
+		for i, id := range ids {
+			if listed != nil && !listed(id, statuses[i]) {
+				s.found(ctx, m, time.Now(), base, ids)
+				return false, nil // it committed after the caller's read: read again
+			}
+		}
 	}
-	ids, statuses, err := s.ids(ctx, base, upTo)
-	if err != nil {
+	if err := s.found(ctx, m, time.Now(), base, ids); err != nil {
 		return false, err
 	}
-	s.found(time.Now(), base, ids)
-	for i, id := range ids {
-		if listed != nil && !listed(id, statuses[i]) {
-			return false, nil // it committed after the caller's read: read again
-		}
-	}
-	return gapless(base, upTo, ids), nil
-}
-
-// gapless reports whether ids (ascending, from a locking read) hold every id in (base, upTo].
-func gapless(base, upTo int64, ids []int64) bool {
-	next := base + 1
-	for _, id := range ids {
-		if id == next {
-			next++
-		}
-	}
-	return next > upTo
+	return gaplessTo(base, m.dead, ids) >= upTo, nil
 }
 
 // Advance settles what it can of the ids above the settled one, up to settleBatch of them at
 // a time, and returns the settled id.
 func (s *Settler) Advance(ctx context.Context) (int64, error) {
 	for {
-		settled := s.Settled()
-		ids, _, err := s.ids(ctx, settled, 1<<63-1)
-		if err != nil {
-			return settled, err
+		m := s.Mark()
+		ids, _, err := s.ids(ctx, m.Settled, 1<<63-1)
+		if err == nil {
+			err = s.found(ctx, m, time.Now(), m.Settled, ids)
 		}
-		now := s.found(time.Now(), settled, ids)
-		if len(ids) < settleBatch || now == settled {
-			return now, nil
+		now := s.Settled()
+		if errors.Is(err, errFilled) {
+			continue
+		}
+		if err != nil || len(ids) < settleBatch || now == m.Settled {
+			return now, err
 		}
 	}
 }
 
 // Pause waits before a page that Check could not settle is read again: under the gapless rule
-// briefly, growing with attempt (a missing id is usually an insert about to enter the table),
-// until the delay has passed under the time rule; or until ctx is done.
+// briefly, growing with attempt (a hole is usually an insert about to enter the table), until
+// the delay has passed under the time rule; or until ctx is done.
 func (s *Settler) Pause(ctx context.Context, attempt int) error {
 	d := s.delay
 	if s.gapless {
@@ -217,8 +310,8 @@ func (s *Settler) Pause(ctx context.Context, attempt int) error {
 	}
 }
 
-// ids returns the ids in (from, upTo] and their statuses, at most settleBatch of them,
-// waiting for uncommitted ones.
+// ids returns the ids committed in (from, upTo] and their statuses, at most settleBatch of
+// them: a plain read, which neither waits for nor blocks a write.
 func (s *Settler) ids(ctx context.Context, from, upTo int64) ([]int64, []sql.NullString, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
