@@ -41,18 +41,37 @@ func Binary() (string, error) {
 	return path, err
 }
 
+// installTries is how many times Install runs mariadb-install-db: its bootstrap server has
+// been seen to crash (signal 11 dropping an Aria temporary table) while another ran beside it.
+const installTries = 3
+
 // Install makes a fresh data directory dir (mariadb-install-db) whose root has no password.
+// The bootstrap server keeps its temporary tables in a directory of its own (dir.tmp, removed
+// after), not in the /tmp that other installs and servers share; a failed install is tried
+// again from an empty directory.
 func Install(dir string) error {
+	tmp := dir + ".tmp"
+	if err := os.MkdirAll(tmp, 0o700); err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp)
 	args := []string{"--no-defaults", "--datadir=" + dir, "--auth-root-authentication-method=normal",
-		"--skip-test-db", "--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M"}
+		"--skip-test-db", "--innodb-log-file-size=4M", "--innodb-buffer-pool-size=16M", "--tmpdir=" + tmp}
 	if os.Geteuid() == 0 {
 		args = append(args, "--user=root")
 	}
-	out, err := exec.Command("mariadb-install-db", args...).CombinedOutput()
-	if err != nil {
-		return fmt.Errorf("mariadb-install-db: %w: %s", err, out)
+	var err error
+	for range installTries {
+		var out []byte
+		if out, err = exec.Command("mariadb-install-db", args...).CombinedOutput(); err == nil {
+			return nil
+		}
+		err = fmt.Errorf("mariadb-install-db: %w: %s", err, out)
+		if rmErr := os.RemoveAll(dir); rmErr != nil {
+			return rmErr
+		}
 	}
-	return nil
+	return err
 }
 
 // Config is the server Launch starts.
