@@ -24,7 +24,7 @@ func TestStreamEndsWithItsClient(t *testing.T) {
 	}
 	s.sseOverCap(t, key)
 	first()
-	within(t, time.Second, "the slot of a closed stream is free", func() bool {
+	within(t, freedSoon, "the slot of a closed stream is free", func() bool {
 		status, _, _, cancel := s.sseOpen(t, key)
 		if status != http.StatusOK {
 			cancel()
