@@ -280,8 +280,8 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 			id, category intColumn
 			name, status sql.RawBytes
 		}
-		nameBuf [2048]byte
-		endBuf  [128]int
+		nameBuf [1024]byte // the names of a page of 20, or of 100 short ones
+		endBuf  [101]int32 // a page of 100 and the one after it
 		names   = nameBuf[:0]
 		ends    = endBuf[:0] // of each pet's name in names
 	)
@@ -295,12 +295,12 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 		}
 		pets = append(pets, p)
 		names = append(names, row.name...)
-		ends = append(ends, len(names))
+		ends = append(ends, int32(len(names)))
 	}
 	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
-	all, start := string(names), 0
+	all, start := string(names), int32(0)
 	for i, end := range ends {
 		pets[i].Name, start = all[start:end], end
 	}
