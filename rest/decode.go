@@ -64,7 +64,8 @@ func listParams(rawQuery string) (listQuery, error) {
 // which ended at the cursor end: its query is what url.Values.Encode writes (keys sorted,
 // values escaped), written without the map.
 func (lq listQuery) nextLink(end string) string {
-	b := make([]byte, 0, 48+len(end))
+	var buf [128]byte // any link of this service: its cursors have at most 36 characters
+	b := buf[:0]
 	b = append(append(b, "</v1/pets?after="...), url.QueryEscape(end)...)
 	if lq.limit != nil {
 		b = strconv.AppendInt(append(b, "&limit="...), int64(*lq.limit), 10)
