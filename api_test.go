@@ -227,6 +227,40 @@ func TestList(t *testing.T) {
 	})
 }
 
+// TestAnswerLength checks that JSON answers over HTTP carry their Content-Length and are not
+// sent in chunks, whether net/http sends the length (a body it holds whole) or the handler
+// does (a larger one).
+func TestAnswerLength(t *testing.T) {
+	api := newTestAPI(t, dbtestSQLite(t))
+	for i := range 40 {
+		if r := api.do(t, post("/v1/pets", fmt.Sprintf(`{"name":"pet with a longer name %d","categoryId":1}`, i))); r.status != 201 {
+			t.Fatalf("seed: got %d %s", r.status, r.body)
+		}
+	}
+	srv := httptest.NewServer(api.h)
+	defer srv.Close()
+	for _, path := range []string{"/v1/pets?limit=2", "/v1/pets?limit=40", "/v1/pets/1"} {
+		req, err := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Authorization", "Bearer "+api.key)
+		resp, err := srv.Client().Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: got %d %s, %v", path, resp.StatusCode, body, err)
+		}
+		if resp.ContentLength != int64(len(body)) || len(resp.TransferEncoding) > 0 {
+			t.Errorf("%s: Content-Length %d, Transfer-Encoding %v, body of %d bytes; want the body's length, not chunked",
+				path, resp.ContentLength, resp.TransferEncoding, len(body))
+		}
+	}
+}
+
 func TestGetPetDeprecation(t *testing.T) {
 	api := newTestAPI(t, dbtestSQLite(t))
 	api.do(t, post("/v1/pets", `{"name":"Rex","categoryId":1}`))

@@ -7,7 +7,9 @@ import (
 )
 
 // The gin context keys under which Identify leaves the reason a request has no principal, for
-// Require to answer with, and the hash of a key it left for Lookup to read.
+// Require to answer with, and the hash of a key it left for Lookup to read. They are read with
+// c.Get, from the gin context alone: c.Value would search the request context too, through
+// every value the middleware put there, for a key that is never there.
 const (
 	failureKey = "auth.failure"
 	pendingKey = "auth.pending"
@@ -37,7 +39,7 @@ func (a *Authenticator) Identify(c *gin.Context) {
 // and identifies the request as Identify does: a valid key puts its Principal in the context;
 // an unknown or revoked key, or a key table that cannot be read, leaves the reason for Require.
 func (a *Authenticator) Lookup(c *gin.Context) {
-	hash, _ := c.Value(pendingKey).(string)
+	hash := c.GetString(pendingKey)
 	if hash == "" {
 		return
 	}
@@ -49,7 +51,7 @@ func (a *Authenticator) Lookup(c *gin.Context) {
 // Pending reports whether Identify left the request's key for Lookup to read: a well-formed key
 // whose lookup is not cached.
 func Pending(c *gin.Context) bool {
-	hash, _ := c.Value(pendingKey).(string)
+	hash := c.GetString(pendingKey)
 	return hash != ""
 }
 
@@ -68,7 +70,8 @@ func Require(c *gin.Context) {
 	if FromContext(c.Request.Context()) != nil {
 		return
 	}
-	err, _ := c.Value(failureKey).(error)
+	v, _ := c.Get(failureKey)
+	err, _ := v.(error)
 	if err == nil {
 		err = errMissingKey
 	}
@@ -83,7 +86,8 @@ func Require(c *gin.Context) {
 // table did not answer (an unavailable *apierr.Error, for 503), or nil. Such a request is
 // nobody's yet: the rate limiter charges it to no budget.
 func Unchecked(c *gin.Context) error {
-	err, _ := c.Value(failureKey).(error)
+	v, _ := c.Get(failureKey)
+	err, _ := v.(error)
 	if err != nil && apierr.From(err).Code == apierr.Unavailable {
 		return err
 	}

@@ -55,17 +55,32 @@ func unmappedBits(p netip.Prefix) int {
 
 type ctxKey struct{}
 
+// addrContext is a context carrying the client address: one allocation, where
+// context.WithValue would take two (its context and the address put in an interface).
+type addrContext struct {
+	context.Context
+	addr netip.Addr
+}
+
+// Value returns the addrContext itself for ctxKey, and the parent's value for any other key.
+func (c *addrContext) Value(key any) any {
+	if _, ok := key.(ctxKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
+}
+
 // Middleware is the gin.HandlerFunc that works out the client address of the request (Of)
 // and keeps it in the request's context for From. Install it first.
 func (ps Proxies) Middleware(c *gin.Context) {
-	c.Request = c.Request.WithContext(context.WithValue(c.Request.Context(), ctxKey{}, ps.Of(c.Request)))
+	c.Request = c.Request.WithContext(&addrContext{Context: c.Request.Context(), addr: ps.Of(c.Request)})
 }
 
 // From returns the client address Middleware worked out for r, or, when it did not run, the
 // immediate peer (no proxy trusted).
 func From(r *http.Request) netip.Addr {
-	if a, ok := r.Context().Value(ctxKey{}).(netip.Addr); ok {
-		return a
+	if c, ok := r.Context().Value(ctxKey{}).(*addrContext); ok {
+		return c.addr
 	}
 	return parseHost(r.RemoteAddr)
 }

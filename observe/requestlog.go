@@ -25,9 +25,15 @@ const (
 // traceIDField is the log field of the trace ID.
 const traceIDField = "trace_id"
 
-// quietRoutes are the operations routes, polled by orchestrators and scrapers, whose request
-// lines are logged at debug level.
-var quietRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+// quietRoute reports whether route is one of the operations routes, polled by orchestrators
+// and scrapers, whose request lines are logged at debug level.
+func quietRoute(route string) bool {
+	switch route {
+	case "/healthz", "/readyz", "/metrics":
+		return true
+	}
+	return false
+}
 
 // RequestLog is the middleware that gives every request its ID (see the package doc) and
 // writes one log line per request once it has been answered.
@@ -129,7 +135,7 @@ func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte
 	b = jsonstr.Append(append(b, `,"path":`...), l.path)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(l.status), 10)
 	// slog writes floats as encoding/json does: 'f' formatting in this range.
-	b = strconv.AppendFloat(append(b, `,"duration_ms":`...), l.durationMillis(), 'f', -1, 64)
+	b = appendMillis(append(b, `,"duration_ms":`...), l.duration.Microseconds())
 	b = strconv.AppendInt(append(b, `,"bytes":`...), int64(l.bytes), 10)
 	b = jsonstr.Append(append(b, `,"`+requestIDField+`":`...), l.id)
 	if l.traceID != "" {
@@ -140,6 +146,26 @@ func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte
 		b = strconv.AppendInt(append(b, `,"key_id":`...), l.keyID, 10)
 	}
 	return append(b, "}\n"...)
+}
+
+// appendMillis appends us microseconds in milliseconds as slog writes durationMillis, as
+// strconv.AppendFloat(b, float64(us)/1000, 'f', -1, 64) does: for us from 0 to 10^15, whose
+// millisecond values have at most 15 significant digits, the shortest decimal that gives
+// float64(us)/1000 back is us/1000 itself, trailing zeros cut; others are left to strconv.
+func appendMillis(b []byte, us int64) []byte {
+	if us < 0 || us >= 1e15 {
+		return strconv.AppendFloat(b, float64(us)/1000, 'f', -1, 64)
+	}
+	b = strconv.AppendInt(b, us/1000, 10)
+	frac := us % 1000
+	if frac == 0 {
+		return b
+	}
+	digits, n := [3]byte{byte('0' + frac/100), byte('0' + frac/10%10), byte('0' + frac%10)}, 3
+	for digits[n-1] == '0' {
+		n--
+	}
+	return append(append(b, '.'), digits[:n]...)
 }
 
 // lineBuffers holds the buffers request lines are written in.
@@ -156,7 +182,7 @@ func (rl *RequestLog) logger() *slog.Logger {
 // levelOf returns the level of the request line of a request to route answered with status.
 func levelOf(route string, status int) slog.Level {
 	switch {
-	case quietRoutes[route]:
+	case quietRoute(route):
 		return slog.LevelDebug
 	case status >= http.StatusInternalServerError && status != http.StatusNotImplemented:
 		return slog.LevelError

@@ -5,9 +5,12 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"math"
+	"math/rand/v2"
 	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,4 +290,25 @@ func orderedFields(t *testing.T, line []byte) []field {
 		fields = append(fields, field{name.(string), v})
 	}
 	return fields
+}
+
+// TestAppendMillis checks that appendMillis writes what strconv.AppendFloat writes for the
+// durations of requests, and beyond.
+func TestAppendMillis(t *testing.T) {
+	check := func(us int64) {
+		if got, want := appendMillis(nil, us), strconv.AppendFloat(nil, float64(us)/1000, 'f', -1, 64); string(got) != string(want) {
+			t.Fatalf("appendMillis(%d): got %s; want %s", us, got, want)
+		}
+	}
+	for us := int64(0); us < 200_000; us++ {
+		check(us)
+	}
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1_000_000 {
+		check(r.Int64N(1e15))
+		check(r.Int64N(1 << 62))
+	}
+	for _, us := range []int64{1e15 - 1, 1e15, 1e15 + 1, -1, -1001, math.MaxInt64, math.MinInt64} {
+		check(us)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -23,33 +24,39 @@ type listQuery struct {
 // listParams parses the query of GET /v1/pets: limit, status and after, each at most once.
 func listParams(rawQuery string) (listQuery, error) {
 	var lq listQuery
-	q, err := url.ParseQuery(rawQuery)
-	if err != nil {
-		return lq, apierr.Invalid("the query string is malformed: %v", err)
+	q := query{raw: rawQuery}
+	if !plainQuery(rawQuery) {
+		var err error
+		if q.parsed, err = url.ParseQuery(rawQuery); err != nil {
+			return lq, apierr.Invalid("the query string is malformed: %v", err)
+		}
 	}
-	limitText, err := single(q, "limit")
+	limitText, ok, err := q.single("limit")
 	if err != nil {
 		return lq, err
 	}
-	if limitText != nil {
-		n, err := models.ParsePageSize("limit", *limitText)
+	if ok {
+		n, err := models.ParsePageSize("limit", limitText)
 		if err != nil {
 			return lq, err
 		}
 		lq.limit = &n
 	}
-	statusText, err := single(q, "status")
+	statusText, ok, err := q.single("status")
 	if err != nil {
 		return lq, err
 	}
-	if statusText != nil {
-		st, err := models.ParsePetStatus(*statusText)
+	if ok {
+		st, err := models.ParsePetStatus(statusText)
 		if err != nil {
 			return lq, err
 		}
 		lq.status = &st
 	}
-	lq.after, err = single(q, "after")
+	after, ok, err := q.single("after")
+	if ok {
+		lq.after = &after
+	}
 	return lq, err
 }
 
@@ -57,7 +64,8 @@ func listParams(rawQuery string) (listQuery, error) {
 // which ended at the cursor end: its query is what url.Values.Encode writes (keys sorted,
 // values escaped), written without the map.
 func (lq listQuery) nextLink(end string) string {
-	b := make([]byte, 0, 48+len(end))
+	var buf [128]byte // any link of this service: its cursors have at most 36 characters
+	b := buf[:0]
 	b = append(append(b, "</v1/pets?after="...), url.QueryEscape(end)...)
 	if lq.limit != nil {
 		b = strconv.AppendInt(append(b, "&limit="...), int64(*lq.limit), 10)
@@ -68,16 +76,56 @@ func (lq listQuery) nextLink(end string) string {
 	return string(append(b, `>; rel="next"`...))
 }
 
-// single returns the one value of the query parameter name, or nil when it is absent.
-func single(q url.Values, name string) (*string, error) {
-	vs, ok := q[name]
-	if !ok {
-		return nil, nil
+// query is a query string: parsed by url.ParseQuery, or, when plainQuery, read as it is.
+type query struct {
+	raw    string
+	parsed url.Values // nil: raw is plain
+}
+
+// plainQuery reports whether url.ParseQuery would take every name and value of raw as it is
+// and without error: no escapes (% and +), no semicolons, a few parameters (far below its
+// limit). Such a query, the usual one, is read without building url.Values.
+func plainQuery(raw string) bool {
+	params := 1
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '%', '+', ';':
+			return false
+		case '&':
+			if params++; params > 8 {
+				return false
+			}
+		}
 	}
-	if len(vs) > 1 {
-		return nil, apierr.Invalid("%s must be given at most once", name)
+	return true
+}
+
+// single returns the one value of the query parameter name, and whether it is present.
+func (q query) single(name string) (string, bool, error) {
+	if q.parsed != nil {
+		vs, ok := q.parsed[name]
+		if len(vs) > 1 {
+			return "", false, apierr.Invalid("%s must be given at most once", name)
+		}
+		if !ok {
+			return "", false, nil
+		}
+		return vs[0], true, nil
 	}
-	return &vs[0], nil
+	value, found := "", false
+	for rest := q.raw; rest != ""; {
+		var pair string
+		pair, rest, _ = strings.Cut(rest, "&")
+		key, v, _ := strings.Cut(pair, "=")
+		if key != name || pair == "" {
+			continue
+		}
+		if found {
+			return "", false, apierr.Invalid("%s must be given at most once", name)
+		}
+		value, found = v, true
+	}
+	return value, found, nil
 }
 
 // newPetBody is the wire form of NewPet: categoryId is kept raw so that only JSON integers

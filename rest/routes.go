@@ -172,13 +172,15 @@ func underV1(hs []gin.HandlerFunc) []gin.HandlerFunc {
 }
 
 // limitBody refuses bodies over jsonbody.MaxBytes: at once when Content-Length says so, else when the
-// reader passes the limit.
+// reader passes the limit. A request without a body (http.NoBody, most GETs) is left as it is.
 func limitBody(c *gin.Context) {
 	if c.Request.ContentLength > jsonbody.MaxBytes {
 		writeError(c, jsonbody.ErrTooLarge)
 		return
 	}
-	c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, jsonbody.MaxBytes)
+	if c.Request.Body != http.NoBody {
+		c.Request.Body = http.MaxBytesReader(c.Writer, c.Request.Body, jsonbody.MaxBytes)
+	}
 }
 
 // ready answers /readyz: 200 while check passes and the instance is not draining, else 503

@@ -38,6 +38,10 @@ func Append(b []byte, s string) []byte {
 			start = i
 			continue
 		}
+		if c := s[i]; c >= 0xc2 && c < 0xe0 && i+1 < len(s) && s[i+1]&0xc0 == 0x80 { // two bytes, valid: as they are
+			i += 2
+			continue
+		}
 		r, size := utf8.DecodeRuneInString(s[i:])
 		switch {
 		case r == utf8.RuneError && size == 1:
