@@ -34,23 +34,29 @@ import (
 //
 // TestIdleSubscriptionCost is the small variant CI runs.
 
-// idleClientsEnv names, in the helper process, the server and keys its clients use.
+// idleClientsEnv names, in the helper process, the transport, the server and the keys its
+// clients use.
 const idleClientsEnv = "PETSTORE_TEST_IDLE_CLIENTS"
 
-// TestIdleClientsHelper is not a test: in the process BenchmarkIdleSubscriptions starts, it
-// opens the subscriptions (raw WebSockets, no goroutine each), says "ready" and holds them until
-// its stdin closes, so that the server's process counts no client memory.
+// idleOpeners open one idle subscription by transport: a raw WebSocket (rawSubscribe) or a raw
+// SSE stream (rawStream), neither with a goroutine of its own.
+var idleOpeners = map[string]func(addr, key string) (net.Conn, error){"ws": rawSubscribe, "sse": rawStream}
+
+// TestIdleClientsHelper is not a test: in the process idleCost starts, it opens the
+// subscriptions or streams, says "ready" and holds them until its stdin closes, so that the
+// server's process counts no client memory.
 func TestIdleClientsHelper(t *testing.T) {
 	spec := os.Getenv(idleClientsEnv)
 	if spec == "" {
-		t.Skip("the helper process of BenchmarkIdleSubscriptions")
+		t.Skip("the helper process of BenchmarkIdleSubscriptions and BenchmarkIdleStreams")
 	}
-	parts := strings.Split(spec, ",") // addr, n, keys...
-	n, _ := strconv.Atoi(parts[1])
-	keys := parts[2:]
+	parts := strings.Split(spec, ",") // transport, addr, n, keys...
+	open := idleOpeners[parts[0]]
+	n, _ := strconv.Atoi(parts[2])
+	keys := parts[3:]
 	conns := make([]net.Conn, 0, n)
 	for i := range n {
-		c, err := rawSubscribe(parts[0], keys[i%len(keys)])
+		c, err := open(parts[1], keys[i%len(keys)])
 		if err != nil {
 			fmt.Println("error:", i, err)
 			os.Exit(1)
@@ -144,9 +150,9 @@ func readFrame(r io.Reader) (string, error) {
 	return string(b), err
 }
 
-// idleCost opens n idle subscriptions from a helper process and returns the server's heap and
-// stack bytes and goroutines per subscription.
-func idleCost(tb testing.TB, n int) (bytesPer, goroutinesPer float64) {
+// idleCost opens n idle subscriptions over transport (ws or sse) from a helper process and
+// returns the server's heap and stack bytes and goroutines per subscription.
+func idleCost(tb testing.TB, n int, transport string) (bytesPer, goroutinesPer float64) {
 	tb.Helper()
 	db := dbtest.New(tb, "sqlite")
 	s := newLiveServer(tb, db, nil, config.Default(), "business")
@@ -159,10 +165,16 @@ func idleCost(tb testing.TB, n int) (bytesPer, goroutinesPer float64) {
 		}
 		keys = append(keys, k)
 	}
+	addr := strings.TrimPrefix(s.url, "http://")
 	s.createPet(tb, s.key, "warm", "") // the Hub, the pools and the caches exist before
-	before, gBefore := serverCost()
+	warm, err := idleOpeners[transport](addr, keys[0])
+	if err != nil {
+		tb.Fatal(err)
+	}
+	_ = warm.Close() // the first one's one-time costs (the GraphQL document cached) are not counted
+	before, gBefore := settledCost(tb)
 	cmd := exec.Command(os.Args[0], "-test.run=^TestIdleClientsHelper$")
-	cmd.Env = append(os.Environ(), idleClientsEnv+"="+strings.TrimPrefix(s.url, "http://")+","+strconv.Itoa(n)+","+strings.Join(keys, ","))
+	cmd.Env = append(os.Environ(), idleClientsEnv+"="+transport+","+addr+","+strconv.Itoa(n)+","+strings.Join(keys, ","))
 	stdin, _ := cmd.StdinPipe()
 	out, _ := cmd.StdoutPipe()
 	cmd.Stderr = os.Stderr
@@ -182,7 +194,24 @@ func idleCost(tb testing.TB, n int) (bytesPer, goroutinesPer float64) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	after, gAfter := serverCost()
-	return float64(after-before) / float64(n), float64(gAfter-gBefore) / float64(n)
+	return (float64(after) - float64(before)) / float64(n), float64(gAfter-gBefore) / float64(n)
+}
+
+// settledCost returns serverCost once the process's goroutines have stopped coming and going
+// for half a second (the warm-up connection's, and earlier tests' winding down), at most 10 s.
+func settledCost(tb testing.TB) (uint64, int) {
+	tb.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	bytes, g := serverCost()
+	for time.Now().Before(deadline) {
+		time.Sleep(500 * time.Millisecond)
+		b2, g2 := serverCost()
+		if g2 == g {
+			return b2, g2
+		}
+		bytes, g = b2, g2
+	}
+	return bytes, g
 }
 
 // serverCost returns the heap in use plus the goroutine stacks, after collecting garbage, and
@@ -219,7 +248,7 @@ func BenchmarkIdleSubscriptions(b *testing.B) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			for range b.N {
-				per, g := idleCost(b, n)
+				per, g := idleCost(b, n, "ws")
 				b.ReportMetric(per, "B/sub")
 				b.ReportMetric(g, "goroutines/sub")
 			}
@@ -233,7 +262,7 @@ func TestIdleSubscriptionCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a helper process")
 	}
-	per, g := idleCost(t, 200)
+	per, g := idleCost(t, 200, "ws")
 	t.Logf("%.0f B and %.2f goroutines per idle subscription", per, g)
 	if per > 32<<10 || g > 3.05 {
 		t.Fatalf("%.0f B and %.2f goroutines per idle subscription; want at most 32 KiB and 3", per, g)
