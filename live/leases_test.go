@@ -2,8 +2,6 @@ package live
 
 import (
 	"context"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -86,7 +84,7 @@ func BenchmarkLeasesRenew(b *testing.B) {
 		}
 		leases.keep(sets, tokens)
 	}
-	cpu0 := redisCPU(b, client)
+	cpu0 := dbtest.RedisCPU(b, client)
 	b.ResetTimer()
 	for range b.N {
 		if err := leases.renew(ctx); err != nil {
@@ -94,25 +92,5 @@ func BenchmarkLeasesRenew(b *testing.B) {
 		}
 	}
 	b.StopTimer()
-	b.ReportMetric(float64(redisCPU(b, client)-cpu0)/float64(b.N), "redis-cpu-ns/op")
-}
-
-// redisCPU returns the CPU time redis-server has used, user and system (INFO cpu).
-func redisCPU(b *testing.B, client *redis.Client) time.Duration {
-	info, err := client.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	var total time.Duration
-	for line := range strings.Lines(info) {
-		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name == "used_cpu_user" || name == "used_cpu_sys" {
-			sec, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s: %v", line, err)
-			}
-			total += time.Duration(sec * float64(time.Second))
-		}
-	}
-	return total
+	b.ReportMetric(float64(dbtest.RedisCPU(b, client)-cpu0)/float64(b.N), "redis-cpu-ns/op")
 }

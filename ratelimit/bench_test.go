@@ -7,8 +7,6 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -18,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
+	"petstore/internal/dbtest"
 )
 
 // benchPolicy never rejects, so every benchmarked decision takes the admit-and-charge path.
@@ -109,14 +108,14 @@ func BenchmarkTakeParallel(b *testing.B) {
 // Redis server; the function it returns reports both per operation.
 func reportCPU(b *testing.B, rdb *redis.Client) func() {
 	b.Helper()
-	self, server := processCPU(b), redisCPU(b, rdb)
+	self, server := processCPU(b), dbtest.RedisCPU(b, rdb)
 	b.ResetTimer()
 	return func() {
 		b.StopTimer()
 		n := float64(b.N)
 		b.ReportMetric(float64(processCPU(b)-self)/n, "cpu-ns/op")
 		if rdb != nil {
-			b.ReportMetric(float64(redisCPU(b, rdb)-server)/n, "redis-cpu-ns/op")
+			b.ReportMetric(float64(dbtest.RedisCPU(b, rdb)-server)/n, "redis-cpu-ns/op")
 		}
 	}
 }
@@ -128,30 +127,6 @@ func processCPU(b *testing.B) time.Duration {
 		b.Fatalf("getrusage: %v", err)
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// redisCPU returns the user and system CPU time redis-server has used (INFO cpu), the work of
-// every client of the server included, or 0 when rdb is nil.
-func redisCPU(b *testing.B, rdb *redis.Client) time.Duration {
-	if rdb == nil {
-		return 0
-	}
-	info, err := rdb.Info(context.Background(), "cpu").Result()
-	if err != nil {
-		b.Fatalf("INFO cpu: %v", err)
-	}
-	var total time.Duration
-	for line := range strings.Lines(info) {
-		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
-		if name == "used_cpu_user" || name == "used_cpu_sys" {
-			sec, err := strconv.ParseFloat(value, 64)
-			if err != nil {
-				b.Fatalf("INFO cpu: %s: %v", line, err)
-			}
-			total += time.Duration(sec * float64(time.Second))
-		}
-	}
-	return total
 }
 
 // BenchmarkMiddleware serves a trivial handler through gin without the limiter and with it on

@@ -3,6 +3,8 @@ package dbtest
 import (
 	"context"
 	"os"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -45,4 +47,29 @@ func Redis(tb testing.TB) (*redis.Client, string) {
 		_ = c.Close()
 	})
 	return c, prefix
+}
+
+// RedisCPU returns the user and system CPU time the server of rdb has used (INFO cpu), the
+// work a benchmark gave it; 0 for a nil rdb.
+func RedisCPU(tb testing.TB, rdb *redis.Client) time.Duration {
+	tb.Helper()
+	if rdb == nil {
+		return 0
+	}
+	info, err := rdb.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		tb.Fatalf("INFO cpu: %v", err)
+	}
+	var total time.Duration
+	for line := range strings.Lines(info) {
+		name, value, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if name == "used_cpu_user" || name == "used_cpu_sys" {
+			sec, err := strconv.ParseFloat(value, 64)
+			if err != nil {
+				tb.Fatalf("INFO cpu: %s: %v", line, err)
+			}
+			total += time.Duration(sec * float64(time.Second))
+		}
+	}
+	return total
 }
