@@ -73,9 +73,11 @@ func TestWebSocketRefusals(t *testing.T) {
 			t.Fatalf("dial from a foreign origin: %v %v; want 400", err, w.resp)
 		}
 		for _, origin := range []string{"https://app.example", "https://shop.partner.example"} { // matched as CORS matches
-			if _, err := s.dial(t, http.Header{"Origin": {origin}}); err != nil {
+			w, err := s.dial(t, http.Header{"Origin": {origin}})
+			if err != nil {
 				t.Fatalf("dial from the allowed origin %s: %v", origin, err)
 			}
+			_ = w.c.CloseNow()
 		}
 		if w, err := s.dial(t, http.Header{"Origin": {"https://partner.example.evil"}}); err == nil || w.resp == nil || w.resp.StatusCode != http.StatusBadRequest {
 			t.Fatalf("dial from a look-alike origin: %v %v; want 400", err, w.resp)
@@ -101,6 +103,9 @@ func TestWebSocketRefusals(t *testing.T) {
 		}
 	})
 	t.Run("pending connections per address", func(t *testing.T) {
+		// A server of its own: the sockets of the subtests before, not initialised or being
+		// closed, would count against the address until the server has let them go.
+		s := newLiveServer(t, db, nil, cfg, "business")
 		var open []*wsClient
 		for range live.DefaultCaps().PendingPerAddr {
 			w, err := s.dial(t, nil)
