@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -148,12 +149,19 @@ func decodeParams(body []byte) (*graphql.RawParams, error) {
 // HTML characters are escaped, as json.Marshal does.
 func writeResponse(w io.Writer, resp *graphql.Response) {
 	if len(resp.Data) > 0 && len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil && len(resp.Extensions) == 0 {
-		var b bytes.Buffer
-		b.Grow(len(resp.Data) + len(`{"data":}`) + 64)
+		b := responseBuffers.Get().(*bytes.Buffer)
+		b.Reset()
 		b.WriteString(`{"data":`)
-		json.HTMLEscape(&b, resp.Data)
+		if needsHTMLEscape(resp.Data) {
+			json.HTMLEscape(b, resp.Data)
+		} else {
+			b.Write(resp.Data)
+		}
 		b.WriteByte('}')
 		_, _ = w.Write(b.Bytes())
+		if b.Cap() <= maxPooledResponseBytes {
+			responseBuffers.Put(b)
+		}
 		return
 	}
 	b, err := json.Marshal(resp)
@@ -161,6 +169,23 @@ func writeResponse(w io.Writer, resp *graphql.Response) {
 		panic(fmt.Errorf("graphql response: %w", err)) // gqlgen's transports panic alike
 	}
 	_, _ = w.Write(b)
+}
+
+// responseBuffers holds the buffers writeResponse writes answers in; one larger than
+// maxPooledResponseBytes is left to the garbage collector.
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledResponseBytes = 64 << 10
+
+// needsHTMLEscape reports whether json.HTMLEscape would change data: whether it has <, > or &,
+// or the first byte of U+2028 or U+2029 (json.HTMLEscape then decides).
+func needsHTMLEscape(data []byte) bool {
+	for _, c := range []byte{'<', '>', '&', 0xE2} {
+		if bytes.IndexByte(data, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // negotiate returns the media type to answer a request that sends accept with: of
