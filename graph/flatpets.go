@@ -55,6 +55,10 @@ type flatPets struct {
 	buf    []byte // reused by each element: gqlgen marshals a response's values one at a time
 }
 
+// elementBufBytes is the capacity flatPets.buf starts with: enough for a pet with every field
+// and a name of some 40 bytes.
+const elementBufBytes = 128
+
 // flatPet is one element of a flat list of pets.
 type flatPet struct {
 	list *flatPets
@@ -68,18 +72,28 @@ func (ec *executionContext) marshalFlatPets(sel ast.SelectionSet, pets []*models
 	if len(fields) == 0 {
 		return nil
 	}
-	list := &flatPets{fields: make([]flatField, len(fields))}
+	list := &flatPets{fields: make([]flatField, len(fields)), buf: make([]byte, 0, elementBufBytes)}
+	prefixes := make([]byte, 0, 16*len(fields)) // every field's prefix, back to back, the ith ending at ends[i]
+	var endsBuf [8]int
+	ends := endsBuf[:0]
 	for i, f := range fields {
 		kind, ok := petFields[f.Name]
 		if !ok || len(f.Selections) > 0 || f.IsDeferred() {
 			return nil
 		}
-		prefix := []byte{','}
 		if i == 0 {
-			prefix[0] = '{'
+			prefixes = append(prefixes, '{')
+		} else {
+			prefixes = append(prefixes, ',')
 		}
-		prefix = append(appendGQLString(prefix, f.Alias), ':')
-		list.fields[i] = flatField{kind: kind, prefix: prefix}
+		prefixes = append(appendGQLString(prefixes, f.Alias), ':')
+		list.fields[i].kind = kind
+		ends = append(ends, len(prefixes))
+	}
+	start := 0
+	for i, end := range ends {
+		list.fields[i].prefix = prefixes[start:end:end]
+		start = end
 	}
 	elems := make([]flatPet, len(pets))
 	ret := make(graphql.Array, len(pets))

@@ -163,11 +163,8 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
 		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
-		operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema},
+		newCheckedLimits(operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema}),
 	)
-	if opts.ComplexityLimit > 0 {
-		exts = append(exts, extension.FixedComplexityLimit(opts.ComplexityLimit))
-	}
 	if opts.Gate != nil {
 		exts = append(exts, operationGate(opts.Gate))
 	}

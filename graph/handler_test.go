@@ -261,6 +261,29 @@ func TestCostLimitsAreOptions(t *testing.T) {
 	})
 }
 
+// TestCostLimitsRemembered checks that an operation that passed the limits once is checked
+// alike when sent again, and that the same text with other variables is checked anew.
+func TestCostLimitsRemembered(t *testing.T) {
+	s := newServer(t, graph.Options{ComplexityLimit: 100})
+	for range 2 {
+		if a := s.do(t, post("{ pets(limit: 20) { id name } }", acceptJSON)); a.status != http.StatusOK || len(a.errors) != 0 {
+			t.Fatalf("got %d %s; want 200 without errors", a.status, trim(a.body))
+		}
+		s.statements.Store(0)
+		s.checkRefused(t, s.do(t, post("{ pets(limit: 25) { id name categoryId status } }", acceptJSON)), http.StatusBadRequest, "INVALID_REQUEST", "complexity 101")
+	}
+	const query = "query($n: Int) { pets(limit: $n) { id name categoryId status } }"
+	withLimit := func(n int) request {
+		body := marshal(map[string]any{"query": query, "variables": map[string]any{"n": n}})
+		return request{method: http.MethodPost, target: "/", body: body, header: map[string]string{"Accept": acceptJSON}}
+	}
+	if a := s.do(t, withLimit(20)); a.status != http.StatusOK || len(a.errors) != 0 {
+		t.Fatalf("got %d %s; want 200 without errors", a.status, trim(a.body))
+	}
+	s.statements.Store(0)
+	s.checkRefused(t, s.do(t, withLimit(25)), http.StatusBadRequest, "INVALID_REQUEST", "complexity 101")
+}
+
 func TestContentNegotiation(t *testing.T) {
 	for _, tc := range []struct {
 		accept, want string

@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
@@ -135,11 +137,34 @@ type postBody struct {
 // refused or ignored, never guessed at. Numbers in variables and extensions are kept as
 // json.Number, as gqlgen's transports keep them.
 func decodeParams(body []byte) (*graphql.RawParams, error) {
+	if query, ok := plainQueryBody(body); ok {
+		return &graphql.RawParams{Query: query}, nil
+	}
 	var in postBody
 	if err := jsonbody.Decode(body, &in); err != nil {
 		return nil, err
 	}
 	return &graphql.RawParams{Query: in.Query, OperationName: in.OperationName, Variables: in.Variables, Extensions: in.Extensions}, nil
+}
+
+// plainQueryBody returns the query of a body that is exactly {"query":"QUERY"}, QUERY valid
+// UTF-8 without quotes, backslashes or control characters: what most clients send, and what
+// jsonbody.Decode reads as that query and nothing else. ok is false for any other body.
+func plainQueryBody(body []byte) (query string, ok bool) {
+	const head, tail = `{"query":"`, `"}`
+	if len(body) < len(head)+len(tail) || string(body[:len(head)]) != head || string(body[len(body)-len(tail):]) != tail {
+		return "", false
+	}
+	q := body[len(head) : len(body)-len(tail)]
+	for _, c := range q {
+		if c < 0x20 || c == '"' || c == '\\' {
+			return "", false
+		}
+	}
+	if !utf8.Valid(q) {
+		return "", false
+	}
+	return string(q), true
 }
 
 // writeResponse writes resp as JSON, as json.Marshal writes it. An answer with data and
@@ -148,12 +173,19 @@ func decodeParams(body []byte) (*graphql.RawParams, error) {
 // HTML characters are escaped, as json.Marshal does.
 func writeResponse(w io.Writer, resp *graphql.Response) {
 	if len(resp.Data) > 0 && len(resp.Errors) == 0 && resp.Label == "" && len(resp.Path) == 0 && resp.HasNext == nil && len(resp.Extensions) == 0 {
-		var b bytes.Buffer
-		b.Grow(len(resp.Data) + len(`{"data":}`) + 64)
+		b := responseBuffers.Get().(*bytes.Buffer)
+		b.Reset()
 		b.WriteString(`{"data":`)
-		json.HTMLEscape(&b, resp.Data)
+		if needsHTMLEscape(resp.Data) {
+			json.HTMLEscape(b, resp.Data)
+		} else {
+			b.Write(resp.Data)
+		}
 		b.WriteByte('}')
 		_, _ = w.Write(b.Bytes())
+		if b.Cap() <= maxPooledResponseBytes {
+			responseBuffers.Put(b)
+		}
 		return
 	}
 	b, err := json.Marshal(resp)
@@ -161,6 +193,23 @@ func writeResponse(w io.Writer, resp *graphql.Response) {
 		panic(fmt.Errorf("graphql response: %w", err)) // gqlgen's transports panic alike
 	}
 	_, _ = w.Write(b)
+}
+
+// responseBuffers holds the buffers writeResponse writes answers in; one larger than
+// maxPooledResponseBytes is left to the garbage collector.
+var responseBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+const maxPooledResponseBytes = 64 << 10
+
+// needsHTMLEscape reports whether json.HTMLEscape would change data: whether it has <, > or &,
+// or the first byte of U+2028 or U+2029 (json.HTMLEscape then decides).
+func needsHTMLEscape(data []byte) bool {
+	for _, c := range []byte{'<', '>', '&', 0xE2} {
+		if bytes.IndexByte(data, c) >= 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // negotiate returns the media type to answer a request that sends accept with: of
