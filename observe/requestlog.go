@@ -53,8 +53,8 @@ func NewRequestLog(log *slog.Logger) *RequestLog { return &RequestLog{log: log} 
 // the request's context before the rest of the chain runs, then logs the request.
 func (rl *RequestLog) Middleware(c *gin.Context) {
 	start := time.Now()
-	id := requestIDFrom(c.Request.Header)
-	c.Writer.Header()[headerKey] = []string{id}
+	id, value := requestIDFrom(c.Request.Header)
+	c.Writer.Header()[headerKey] = value
 	c.Request = c.Request.WithContext(withRequestID(c.Request.Context(), id))
 	c.Next()
 	rl.write(c, id, time.Since(start))
