@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -126,7 +127,7 @@ func (l *requestLine) durationMillis() float64 { return float64(l.duration.Micro
 // fields of attrs, and a newline.
 func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte {
 	b = append(b, `{"time":"`...)
-	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = appendTime(b, t)
 	b = append(b, `","level":`...)
 	b = jsonstr.Append(b, level.String())
 	b = append(b, `,"msg":"request","method":`...)
@@ -166,6 +167,44 @@ func appendMillis(b []byte, us int64) []byte {
 		n--
 	}
 	return append(append(b, '.'), digits[:n]...)
+}
+
+// secondStamp is the RFC 3339 form of a whole second in a location.
+type secondStamp struct {
+	unix  int64
+	loc   *time.Location
+	stamp []byte // date and time (19 bytes), then the zone
+}
+
+// lastSecond is the secondStamp of the last request line's second.
+var lastSecond atomic.Pointer[secondStamp]
+
+// appendTime appends t as t.AppendFormat(b, time.RFC3339Nano) does, the date, time and zone
+// formatted once a second, not on every line.
+func appendTime(b []byte, t time.Time) []byte {
+	unix, loc := t.Unix(), t.Location()
+	s := lastSecond.Load()
+	if s == nil || s.unix != unix || s.loc != loc {
+		if y := t.Year(); y < 0 || y > 9999 { // not four digits
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		s = &secondStamp{unix: unix, loc: loc, stamp: t.Truncate(time.Second).AppendFormat(nil, time.RFC3339)}
+		lastSecond.Store(s)
+	}
+	b = append(b, s.stamp[:19]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		digits := [10]byte{'.'}
+		for i := 9; i > 0; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for digits[n-1] == '0' {
+			n--
+		}
+		b = append(b, digits[:n]...)
+	}
+	return append(b, s.stamp[19:]...)
 }
 
 // lineBuffers holds the buffers request lines are written in.
