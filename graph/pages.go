@@ -136,10 +136,13 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if err != nil {
 		return nil, false, err
 	}
-	if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
-		return pets, more, nil
+	pool, inTx := store.TxConnPool(ctx, r.DB)
+	if !inTx { // a transaction's reads run in it
+		if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
+			return pets, more, nil
+		}
 	}
-	return r.settledPage(ctx, n, afterID, status)
+	return r.settledPageOn(ctx, pool, inTx, n, afterID, status)
 }
 
 // settledPage reads a page on the primary and answers it only once every id up to its last
@@ -150,13 +153,20 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 // hole fills or the time rule settles it; on a Galera cluster a page among the pets added in
 // the last SettleDelay waits that long.
 func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
+	pool, inTx := store.TxConnPool(ctx, r.DB)
+	return r.settledPageOn(ctx, pool, inTx, n, afterID, status)
+}
+
+// settledPageOn is settledPage on pool, the connection pool of ctx's transaction when inTx,
+// else the primary's (store.TxConnPool).
+func (r *Resolver) settledPageOn(ctx context.Context, pool gorm.ConnPool, inTx bool, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	s := r.settle
 	for attempt := 0; ; attempt++ {
 		var m store.Mark
 		if s != nil {
 			m = s.Mark() // before the read: it sees every pet up to m.Settled
 		}
-		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+		pets, more, err := r.page(ctx, pool, inTx, r.listSQL, n, afterID, status)
 		// The last page settles too: it hands out no cursor, but the walk that reads it has
 		// passed its ids, and a subscription marks them sent.
 		if err != nil || len(pets) == 0 || s == nil {
@@ -197,16 +207,16 @@ func petIDs(pets []models.Pet) []int64 {
 	return ids
 }
 
-// listOnReplica reads the page on a fresh replica and reports whether it is certainly the page
-// the primary would serve: another page follows, and every pet id up to the page's last is
-// settled on the replica, which then lacks none of them (store.Replicas). A page that does not
-// qualify is read again on the primary: the last page of a listing (the replica may lack
-// pets added a moment ago, which their writer expects to find), and pages at the end of the
-// table still settling. A replica's plain read waits for no lock and holds none, and the
+// listOnReplica reads the page of a read outside a transaction on a fresh replica and reports
+// whether it is certainly the page the primary would serve: another page follows, and every
+// pet id up to the page's last is settled on the replica, which then lacks none of them
+// (store.Replicas). A page that does not qualify is read again on the primary: the last page
+// of a listing (the replica may lack pets added a moment ago, which their writer expects to
+// find), and pages at the end of the table still settling. A replica's plain read waits for no lock and holds none, and the
 // cursors it hands out never pass an unsettled id, so paging keeps its promise on replicas:
 // no pet skipped or repeated.
 func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, bool) {
-	rd, ok := r.replica(ctx)
+	rd, ok := r.Replicas.Pick()
 	if !ok {
 		return nil, false, false
 	}
@@ -216,14 +226,15 @@ func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, stat
 	}
 	rctx, cancel := rd.Context(ctx)
 	defer cancel()
-	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, r.replicaSQL, n, afterID, status)
+	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, false, r.replicaSQL, n, afterID, status)
 	ok = err == nil && more && pets[len(pets)-1].ID <= rd.Settled
 	r.Replicas.Release(rd, ok, err)
 	return pets, more, ok
 }
 
-// page reads up to n pets after afterID with stmts on pool, and whether more follow.
-func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
+// page reads up to n pets after afterID with stmts on pool, and whether more follow; inTx
+// tells that pool is the connection of ctx's transaction (store.InTx).
+func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, inTx bool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
 	var (
@@ -256,7 +267,7 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listState
 	// replicated from another node (1213): outside a transaction, which that would have rolled
 	// back, it simply runs again.
 	var err error
-	if store.InTx(ctx) {
+	if inTx {
 		err = read(ctx)
 	} else {
 		err = store.Retry(ctx, read)

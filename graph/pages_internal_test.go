@@ -52,7 +52,7 @@ func TestStuckHoleGivesUpOnTheServer(t *testing.T) {
 	if took := time.Since(start); took > store.SettleDelay+5*time.Second {
 		t.Errorf("the page gave up after %v; want about %v (SettleDelay, then the 200 ms statement timeout)", took, store.SettleDelay)
 	}
-	pets, _, err := r.page(ctx, db.Statement.ConnPool, r.listSQL, 10, 0, nil)
+	pets, _, err := r.page(ctx, db.Statement.ConnPool, false, r.listSQL, 10, 0, nil)
 	if err != nil || len(pets) != 2 {
 		t.Errorf("a plain page beside the open insert: got %d pets, %v; want pets 1 and 3 at once", len(pets), err)
 	}
