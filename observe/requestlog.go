@@ -8,6 +8,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -71,7 +72,7 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 	line := requestLine{
 		method: truncate(r.Method, maxLoggedMethod), route: routeLabel(route),
 		path: truncate(r.URL.EscapedPath(), maxLoggedPath), status: status, duration: d,
-		bytes: max(0, c.Writer.Size()), id: id, client: client(r),
+		bytes: max(0, c.Writer.Size()), id: id,
 	}
 	if p := auth.FromContext(ctx); p != nil {
 		line.keyID = p.KeyID
@@ -80,12 +81,16 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 		line.traceID = rl.TraceID(ctx)
 	}
 	if h, ok := log.Handler().(logHandler); ok && h.lines != nil {
+		var addr [64]byte // the client address's text, only for appendJSON
+		fast := line      // line's strings leak to slog below, fast's do not
+		fast.client = appendClient(addr[:0], r)
 		bp := lineBuffers.Get().(*[]byte)
-		*bp = line.appendJSON((*bp)[:0], time.Now(), level)
+		*bp = fast.appendJSON((*bp)[:0], time.Now(), level)
 		_, _ = h.lines.Write(*bp)
 		lineBuffers.Put(bp)
 		return
 	}
+	line.client = client(r)
 	log.LogAttrs(ctx, level, "request", line.attrs()...)
 }
 
@@ -234,6 +239,17 @@ func levelOf(route string, status int) slog.Level {
 func client(r *http.Request) string {
 	if a := clientaddr.From(r); a.IsValid() {
 		return a.String()
+	}
+	return r.RemoteAddr
+}
+
+// appendClient returns client(r), its text appended to b when it is an address: a string
+// that shares b's bytes (or those of a larger array when b is too short), to be read only
+// while b is not written.
+func appendClient(b []byte, r *http.Request) string {
+	if a := clientaddr.From(r); a.IsValid() {
+		b = a.AppendTo(b)
+		return unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	return r.RemoteAddr
 }
