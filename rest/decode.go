@@ -40,7 +40,7 @@ func listParams(rawQuery string) (listQuery, error) {
 		if err != nil {
 			return lq, err
 		}
-		lq.limit = &n
+		lq.limit = pageSize(n)
 	}
 	statusText, ok, err := q.single("status")
 	if err != nil {
@@ -58,6 +58,23 @@ func listParams(rawQuery string) (listQuery, error) {
 		lq.after = &after
 	}
 	return lq, err
+}
+
+// pageSizes holds every page size in range, which pageSize points at: read-only.
+var pageSizes = func() (t [models.MaxPageSize + 1]int) {
+	for n := range t {
+		t[n] = n
+	}
+	return t
+}()
+
+// pageSize returns a pointer to n: shared for a size in range, for which the query needs no
+// allocation, else n's own.
+func pageSize(n int) *int {
+	if n >= 0 && n < len(pageSizes) {
+		return &pageSizes[n]
+	}
+	return &n
 }
 
 // nextLink returns the Link header value of the page that follows the one lq asked for,
