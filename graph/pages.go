@@ -280,7 +280,7 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, inTx bool, stmt
 
 // scanPage reads the rows of a page of n pets, and whether more follow; its errors are the
 // driver's. It is the innermost loop of every listing, written to spare database/sql's
-// generic conversions: the integer columns are scanned by intColumn, not by reflection, and
+// generic conversions: the integer columns are read as they come, not by reflection, and
 // the names are read as raw bytes into one buffer that becomes one string for the page, which
 // the pets' names share, not a string each; no string per status either, the three being
 // shared.
@@ -288,7 +288,7 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	pets := make([]models.Pet, 0, n+1)
 	var (
 		row struct {
-			id, category intColumn
+			id, category any // int64 but for another driver (convertInt)
 			name, status sql.RawBytes
 		}
 		nameBuf [1024]byte // the names of a page of 20, or of 100 short ones
@@ -300,7 +300,21 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 		if err := rows.Scan(&row.id, &row.name, &row.category, &row.status); err != nil {
 			return nil, false, err
 		}
-		p := models.Pet{ID: int64(row.id), CategoryID: int64(row.category)}
+		var (
+			p   models.Pet
+			ok  bool
+			err error
+		)
+		if p.ID, ok = row.id.(int64); !ok {
+			if p.ID, err = convertInt(rows, 0, row.id); err != nil {
+				return nil, false, err
+			}
+		}
+		if p.CategoryID, ok = row.category.(int64); !ok {
+			if p.CategoryID, err = convertInt(rows, 2, row.category); err != nil {
+				return nil, false, err
+			}
+		}
 		if row.status != nil { // a NULL status; the column's strings are never nil
 			p.Status = models.StatusPtr(row.status)
 		}
@@ -321,26 +335,24 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	return pets, false, nil
 }
 
-// intColumn scans an integer column: the int64 that the MySQL and SQLite drivers return is
-// taken as it is, where database/sql would convert it by reflection; any other value is
-// converted as sql.NullInt64 converts it.
-type intColumn int64
-
-// Scan implements sql.Scanner.
-func (v *intColumn) Scan(src any) error {
-	if n, ok := src.(int64); ok {
-		*v = intColumn(n)
-		return nil
-	}
+// convertInt returns the integer of column col, scanned into v (an any, which database/sql
+// fills without converting: the int64 that the MySQL and SQLite drivers return is taken as it
+// is by scanPage, where a Scanner or an *int64 would cost a type assertion or reflection) when
+// v is not an int64: converted as sql.NullInt64 converts it, its error worded as Rows.Scan's.
+func convertInt(rows *sql.Rows, col int, v any) (int64, error) {
 	var n sql.NullInt64
-	if err := n.Scan(src); err != nil {
-		return err
+	err := n.Scan(v)
+	if err == nil && !n.Valid {
+		err = errors.New("graph: NULL in an integer column")
 	}
-	if !n.Valid {
-		return errors.New("graph: NULL in an integer column")
+	if err != nil {
+		name := ""
+		if cols, cerr := rows.Columns(); cerr == nil && col < len(cols) {
+			name = cols[col]
+		}
+		return 0, fmt.Errorf("sql: Scan error on column index %d, name %q: %w", col, name, err)
 	}
-	*v = intColumn(n.Int64)
-	return nil
+	return n.Int64, nil
 }
 
 // pointers returns pointers to the elements of pets, as gqlgen's list fields want them.
