@@ -56,7 +56,8 @@ func listParams(rawQuery string) (listQuery, error) {
 	}
 	after, ok, err := q.single("after")
 	if ok {
-		lq.after = &after
+		lq.after = new(string) // allocated here, not for every query: after itself would be
+		*lq.after = after
 	}
 	return lq, err
 }
@@ -75,7 +76,9 @@ func pageSize(n int) *int {
 	if n >= 0 && n < len(pageSizes) {
 		return &pageSizes[n]
 	}
-	return &n
+	p := new(int) // allocated here, not for every query: n itself would be
+	*p = n
+	return p
 }
 
 // nextLink returns the Link header value of the page that follows the one lq asked for,
