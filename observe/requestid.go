@@ -29,13 +29,31 @@ type requestIDKey struct{}
 
 // RequestID returns the request ID that RequestLog.Middleware put in ctx, or "" when none.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if c, ok := ctx.Value(requestIDKey{}).(*idContext); ok {
+		return c.id
+	}
+	return ""
 }
 
 // withRequestID returns ctx carrying id.
 func withRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return &idContext{Context: ctx, id: id}
+}
+
+// idContext is a context carrying a request ID: one allocation, where context.WithValue took
+// a second for the string as an any.
+type idContext struct {
+	context.Context
+	id string
+}
+
+// Value returns the idContext itself for requestIDKey, and the parent's value for any other
+// key.
+func (c *idContext) Value(key any) any {
+	if _, ok := key.(requestIDKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // requestIDFrom returns the request ID of a request with header h: its own when it sent one
