@@ -104,15 +104,15 @@ func (a *Authenticator) cached(header string) (hash string, p *Principal, err er
 	if !WellFormed(key, a.prefix) {
 		return "", nil, errInvalidKey
 	}
-	hash = Hash(key)
+	text := hashText(key) // a string only when the lookup is not cached
 	a.mu.RLock()
-	e, ok := a.valid[hash]
+	e, ok := a.valid[string(text[:])]
 	if !ok {
-		e, ok = a.unknown[hash]
+		e, ok = a.unknown[string(text[:])]
 	}
 	a.mu.RUnlock()
 	if !ok || a.now().After(e.expires) {
-		return hash, nil, nil
+		return string(text[:]), nil, nil
 	}
 	p, err = e.answer()
 	return "", p, err

@@ -76,10 +76,16 @@ var isBase62 = func() (t [256]bool) {
 
 // Hash returns the hex SHA-256 of key: the only form in which keys are stored.
 func Hash(key string) string {
+	text := hashText(key)
+	return string(text[:])
+}
+
+// hashText returns Hash(key) as bytes, which need no allocation.
+func hashText(key string) [2 * sha256.Size]byte {
 	sum := sha256.Sum256([]byte(key))
 	var text [2 * sha256.Size]byte
 	hex.Encode(text[:], sum[:])
-	return string(text[:])
+	return text
 }
 
 // Hint returns the prefix and first random characters of key, to recognise it in a list.

@@ -136,10 +136,13 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 	if err != nil {
 		return nil, false, err
 	}
-	if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
-		return pets, more, nil
+	pool, inTx := store.TxConnPool(ctx, r.DB)
+	if !inTx { // a transaction's reads run in it
+		if pets, more, ok := r.listOnReplica(ctx, n, afterID, status); ok {
+			return pets, more, nil
+		}
 	}
-	return r.settledPage(ctx, n, afterID, status)
+	return r.settledPageOn(ctx, pool, inTx, n, afterID, status)
 }
 
 // settledPage reads a page on the primary and answers it only once every id up to its last
@@ -150,13 +153,20 @@ func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *
 // hole fills or the time rule settles it; on a Galera cluster a page among the pets added in
 // the last SettleDelay waits that long.
 func (r *Resolver) settledPage(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
+	pool, inTx := store.TxConnPool(ctx, r.DB)
+	return r.settledPageOn(ctx, pool, inTx, n, afterID, status)
+}
+
+// settledPageOn is settledPage on pool, the connection pool of ctx's transaction when inTx,
+// else the primary's (store.TxConnPool).
+func (r *Resolver) settledPageOn(ctx context.Context, pool gorm.ConnPool, inTx bool, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	s := r.settle
 	for attempt := 0; ; attempt++ {
 		var m store.Mark
 		if s != nil {
 			m = s.Mark() // before the read: it sees every pet up to m.Settled
 		}
-		pets, more, err := r.page(ctx, store.ConnPool(ctx, r.DB), r.listSQL, n, afterID, status)
+		pets, more, err := r.page(ctx, pool, inTx, r.listSQL, n, afterID, status)
 		// The last page settles too: it hands out no cursor, but the walk that reads it has
 		// passed its ids, and a subscription marks them sent.
 		if err != nil || len(pets) == 0 || s == nil {
@@ -197,16 +207,16 @@ func petIDs(pets []models.Pet) []int64 {
 	return ids
 }
 
-// listOnReplica reads the page on a fresh replica and reports whether it is certainly the page
-// the primary would serve: another page follows, and every pet id up to the page's last is
-// settled on the replica, which then lacks none of them (store.Replicas). A page that does not
-// qualify is read again on the primary: the last page of a listing (the replica may lack
-// pets added a moment ago, which their writer expects to find), and pages at the end of the
-// table still settling. A replica's plain read waits for no lock and holds none, and the
+// listOnReplica reads the page of a read outside a transaction on a fresh replica and reports
+// whether it is certainly the page the primary would serve: another page follows, and every
+// pet id up to the page's last is settled on the replica, which then lacks none of them
+// (store.Replicas). A page that does not qualify is read again on the primary: the last page
+// of a listing (the replica may lack pets added a moment ago, which their writer expects to
+// find), and pages at the end of the table still settling. A replica's plain read waits for no lock and holds none, and the
 // cursors it hands out never pass an unsettled id, so paging keeps its promise on replicas:
 // no pet skipped or repeated.
 func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, bool) {
-	rd, ok := r.replica(ctx)
+	rd, ok := r.Replicas.Pick()
 	if !ok {
 		return nil, false, false
 	}
@@ -216,14 +226,15 @@ func (r *Resolver) listOnReplica(ctx context.Context, n int, afterID int64, stat
 	}
 	rctx, cancel := rd.Context(ctx)
 	defer cancel()
-	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, r.replicaSQL, n, afterID, status)
+	pets, more, err := r.page(rctx, rd.DB.Statement.ConnPool, false, r.replicaSQL, n, afterID, status)
 	ok = err == nil && more && pets[len(pets)-1].ID <= rd.Settled
 	r.Replicas.Release(rd, ok, err)
 	return pets, more, ok
 }
 
-// page reads up to n pets after afterID with stmts on pool, and whether more follow.
-func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
+// page reads up to n pets after afterID with stmts on pool, and whether more follow; inTx
+// tells that pool is the connection of ctx's transaction (store.InTx).
+func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, inTx bool, stmts listStatements, n int, afterID int64, status *models.PetStatus) ([]models.Pet, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, r.queryTimeout)
 	defer cancel()
 	var (
@@ -256,7 +267,7 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listState
 	// replicated from another node (1213): outside a transaction, which that would have rolled
 	// back, it simply runs again.
 	var err error
-	if store.InTx(ctx) {
+	if inTx {
 		err = read(ctx)
 	} else {
 		err = store.Retry(ctx, read)
@@ -269,7 +280,7 @@ func (r *Resolver) page(ctx context.Context, pool gorm.ConnPool, stmts listState
 
 // scanPage reads the rows of a page of n pets, and whether more follow; its errors are the
 // driver's. It is the innermost loop of every listing, written to spare database/sql's
-// generic conversions: the integer columns are scanned by intColumn, not by reflection, and
+// generic conversions: the integer columns are read as they come, not by reflection, and
 // the names are read as raw bytes into one buffer that becomes one string for the page, which
 // the pets' names share, not a string each; no string per status either, the three being
 // shared.
@@ -277,7 +288,7 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	pets := make([]models.Pet, 0, n+1)
 	var (
 		row struct {
-			id, category intColumn
+			id, category any // int64 but for another driver (convertInt)
 			name, status sql.RawBytes
 		}
 		nameBuf [1024]byte // the names of a page of 20, or of 100 short ones
@@ -289,7 +300,21 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 		if err := rows.Scan(&row.id, &row.name, &row.category, &row.status); err != nil {
 			return nil, false, err
 		}
-		p := models.Pet{ID: int64(row.id), CategoryID: int64(row.category)}
+		var (
+			p   models.Pet
+			ok  bool
+			err error
+		)
+		if p.ID, ok = row.id.(int64); !ok {
+			if p.ID, err = convertInt(rows, 0, row.id); err != nil {
+				return nil, false, err
+			}
+		}
+		if p.CategoryID, ok = row.category.(int64); !ok {
+			if p.CategoryID, err = convertInt(rows, 2, row.category); err != nil {
+				return nil, false, err
+			}
+		}
 		if row.status != nil { // a NULL status; the column's strings are never nil
 			p.Status = models.StatusPtr(row.status)
 		}
@@ -310,26 +335,24 @@ func scanPage(rows *sql.Rows, n int) ([]models.Pet, bool, error) {
 	return pets, false, nil
 }
 
-// intColumn scans an integer column: the int64 that the MySQL and SQLite drivers return is
-// taken as it is, where database/sql would convert it by reflection; any other value is
-// converted as sql.NullInt64 converts it.
-type intColumn int64
-
-// Scan implements sql.Scanner.
-func (v *intColumn) Scan(src any) error {
-	if n, ok := src.(int64); ok {
-		*v = intColumn(n)
-		return nil
-	}
+// convertInt returns the integer of column col, scanned into v (an any, which database/sql
+// fills without converting: the int64 that the MySQL and SQLite drivers return is taken as it
+// is by scanPage, where a Scanner or an *int64 would cost a type assertion or reflection) when
+// v is not an int64: converted as sql.NullInt64 converts it, its error worded as Rows.Scan's.
+func convertInt(rows *sql.Rows, col int, v any) (int64, error) {
 	var n sql.NullInt64
-	if err := n.Scan(src); err != nil {
-		return err
+	err := n.Scan(v)
+	if err == nil && !n.Valid {
+		err = errors.New("graph: NULL in an integer column")
 	}
-	if !n.Valid {
-		return errors.New("graph: NULL in an integer column")
+	if err != nil {
+		name := ""
+		if cols, cerr := rows.Columns(); cerr == nil && col < len(cols) {
+			name = cols[col]
+		}
+		return 0, fmt.Errorf("sql: Scan error on column index %d, name %q: %w", col, name, err)
 	}
-	*v = intColumn(n.Int64)
-	return nil
+	return n.Int64, nil
 }
 
 // pointers returns pointers to the elements of pets, as gqlgen's list fields want them.

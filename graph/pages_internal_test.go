@@ -52,8 +52,18 @@ func TestStuckHoleGivesUpOnTheServer(t *testing.T) {
 	if took := time.Since(start); took > store.SettleDelay+5*time.Second {
 		t.Errorf("the page gave up after %v; want about %v (SettleDelay, then the 200 ms statement timeout)", took, store.SettleDelay)
 	}
-	pets, _, err := r.page(ctx, db.Statement.ConnPool, r.listSQL, 10, 0, nil)
+	pets, _, err := r.page(ctx, db.Statement.ConnPool, false, r.listSQL, 10, 0, nil)
 	if err != nil || len(pets) != 2 {
 		t.Errorf("a plain page beside the open insert: got %d pets, %v; want pets 1 and 3 at once", len(pets), err)
+	}
+}
+
+// TestConvertInt checks the integers of drivers other than MySQL's and SQLite's, converted
+// as sql.NullInt64 converts them.
+func TestConvertInt(t *testing.T) {
+	for _, v := range []any{"42", []byte("42"), int32(42), uint8(42)} {
+		if n, err := convertInt(nil, 0, v); n != 42 || err != nil {
+			t.Errorf("convertInt(%#v): got %d, %v; want 42", v, n, err)
+		}
 	}
 }

@@ -2,11 +2,13 @@ package observe
 
 import (
 	"context"
-	"crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
+	"unsafe"
 )
 
 // Header is the request and response header that carries the request ID.
@@ -27,22 +29,42 @@ type requestIDKey struct{}
 
 // RequestID returns the request ID that RequestLog.Middleware put in ctx, or "" when none.
 func RequestID(ctx context.Context) string {
-	id, _ := ctx.Value(requestIDKey{}).(string)
-	return id
+	if c, ok := ctx.Value(requestIDKey{}).(*idContext); ok {
+		return c.id
+	}
+	return ""
 }
 
 // withRequestID returns ctx carrying id.
 func withRequestID(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, requestIDKey{}, id)
+	return &idContext{Context: ctx, id: id}
+}
+
+// idContext is a context carrying a request ID: one allocation, where context.WithValue took
+// a second for the string as an any.
+type idContext struct {
+	context.Context
+	id string
+}
+
+// Value returns the idContext itself for requestIDKey, and the parent's value for any other
+// key.
+func (c *idContext) Value(key any) any {
+	if _, ok := key.(requestIDKey); ok {
+		return c
+	}
+	return c.Context.Value(key)
 }
 
 // requestIDFrom returns the request ID of a request with header h: its own when it sent one
-// valid X-Request-ID value, else a new one.
-func requestIDFrom(h http.Header) string {
+// valid X-Request-ID value, else a new one; and the value of the response's X-Request-ID
+// header, which carries it.
+func requestIDFrom(h http.Header) (string, []string) {
 	if vs := h[headerKey]; len(vs) == 1 && validRequestID(vs[0]) {
-		return vs[0]
+		return vs[0], []string{vs[0]}
 	}
-	return newRequestID()
+	id := newRequestID()
+	return id.value[0], id.value[:]
 }
 
 // validRequestID reports whether id has 1 to MaxRequestIDLen characters, each a letter, a
@@ -69,13 +91,24 @@ func unreserved(b byte) bool {
 	return b == '.' || b == '_' || b == '~' || b == '-'
 }
 
-// newRequestID returns 128 random bits as 32 hexadecimal digits.
-func newRequestID() string {
+// newID is a new request ID and the header value that carries it, in one allocation.
+type newID struct {
+	value [1]string // the ID, whose bytes are text
+	text  [32]byte
+}
+
+// newRequestID returns 128 random bits as 32 hexadecimal digits. The bits come from the
+// runtime's per-thread ChaCha8 generator (seeded by the system's), which costs no system call:
+// a request ID ties a client's view to the logs and is no secret.
+func newRequestID() *newID {
 	var b [16]byte
-	_, _ = rand.Read(b[:]) // never fails (crypto/rand since Go 1.24)
-	var text [32]byte
-	hex.Encode(text[:], b[:])
-	return string(text[:])
+	binary.LittleEndian.PutUint64(b[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(b[8:], rand.Uint64())
+	id := new(newID)
+	hex.Encode(id.text[:], b[:])
+	// text is never written again: the string may share its bytes.
+	id.value[0] = unsafe.String(&id.text[0], len(id.text))
+	return id
 }
 
 // NewLogHandler returns a handler that passes every record to h with the request ID of the

@@ -6,7 +6,9 @@ import (
 	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
+	"unsafe"
 
 	"github.com/gin-gonic/gin"
 
@@ -53,8 +55,8 @@ func NewRequestLog(log *slog.Logger) *RequestLog { return &RequestLog{log: log} 
 // the request's context before the rest of the chain runs, then logs the request.
 func (rl *RequestLog) Middleware(c *gin.Context) {
 	start := time.Now()
-	id := requestIDFrom(c.Request.Header)
-	c.Writer.Header()[headerKey] = []string{id}
+	id, value := requestIDFrom(c.Request.Header)
+	c.Writer.Header()[headerKey] = value
 	c.Request = c.Request.WithContext(withRequestID(c.Request.Context(), id))
 	c.Next()
 	rl.write(c, id, time.Since(start))
@@ -70,7 +72,7 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 	line := requestLine{
 		method: truncate(r.Method, maxLoggedMethod), route: routeLabel(route),
 		path: truncate(r.URL.EscapedPath(), maxLoggedPath), status: status, duration: d,
-		bytes: max(0, c.Writer.Size()), id: id, client: client(r),
+		bytes: max(0, c.Writer.Size()), id: id,
 	}
 	if p := auth.FromContext(ctx); p != nil {
 		line.keyID = p.KeyID
@@ -79,12 +81,16 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 		line.traceID = rl.TraceID(ctx)
 	}
 	if h, ok := log.Handler().(logHandler); ok && h.lines != nil {
+		var addr [64]byte // the client address's text, only for appendJSON
+		fast := line      // line's strings leak to slog below, fast's do not
+		fast.client = appendClient(addr[:0], r)
 		bp := lineBuffers.Get().(*[]byte)
-		*bp = line.appendJSON((*bp)[:0], time.Now(), level)
+		*bp = fast.appendJSON((*bp)[:0], time.Now(), level)
 		_, _ = h.lines.Write(*bp)
 		lineBuffers.Put(bp)
 		return
 	}
+	line.client = client(r)
 	log.LogAttrs(ctx, level, "request", line.attrs()...)
 }
 
@@ -126,7 +132,7 @@ func (l *requestLine) durationMillis() float64 { return float64(l.duration.Micro
 // fields of attrs, and a newline.
 func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte {
 	b = append(b, `{"time":"`...)
-	b = t.AppendFormat(b, time.RFC3339Nano)
+	b = appendTime(b, t)
 	b = append(b, `","level":`...)
 	b = jsonstr.Append(b, level.String())
 	b = append(b, `,"msg":"request","method":`...)
@@ -168,6 +174,44 @@ func appendMillis(b []byte, us int64) []byte {
 	return append(append(b, '.'), digits[:n]...)
 }
 
+// secondStamp is the RFC 3339 form of a whole second in a location.
+type secondStamp struct {
+	unix  int64
+	loc   *time.Location
+	stamp []byte // date and time (19 bytes), then the zone
+}
+
+// lastSecond is the secondStamp of the last request line's second.
+var lastSecond atomic.Pointer[secondStamp]
+
+// appendTime appends t as t.AppendFormat(b, time.RFC3339Nano) does, the date, time and zone
+// formatted once a second, not on every line.
+func appendTime(b []byte, t time.Time) []byte {
+	unix, loc := t.Unix(), t.Location()
+	s := lastSecond.Load()
+	if s == nil || s.unix != unix || s.loc != loc {
+		if y := t.Year(); y < 0 || y > 9999 { // not four digits
+			return t.AppendFormat(b, time.RFC3339Nano)
+		}
+		s = &secondStamp{unix: unix, loc: loc, stamp: t.Truncate(time.Second).AppendFormat(nil, time.RFC3339)}
+		lastSecond.Store(s)
+	}
+	b = append(b, s.stamp[:19]...)
+	if ns := t.Nanosecond(); ns != 0 {
+		digits := [10]byte{'.'}
+		for i := 9; i > 0; i-- {
+			digits[i] = byte('0' + ns%10)
+			ns /= 10
+		}
+		n := 10
+		for digits[n-1] == '0' {
+			n--
+		}
+		b = append(b, digits[:n]...)
+	}
+	return append(b, s.stamp[19:]...)
+}
+
 // lineBuffers holds the buffers request lines are written in.
 var lineBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
 
@@ -195,6 +239,17 @@ func levelOf(route string, status int) slog.Level {
 func client(r *http.Request) string {
 	if a := clientaddr.From(r); a.IsValid() {
 		return a.String()
+	}
+	return r.RemoteAddr
+}
+
+// appendClient returns client(r), its text appended to b when it is an address: a string
+// that shares b's bytes (or those of a larger array when b is too short), to be read only
+// while b is not written.
+func appendClient(b []byte, r *http.Request) string {
+	if a := clientaddr.From(r); a.IsValid() {
+		b = a.AppendTo(b)
+		return unsafe.String(unsafe.SliceData(b), len(b))
 	}
 	return r.RemoteAddr
 }

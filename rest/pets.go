@@ -41,7 +41,7 @@ func listPets(p PetPager) gin.HandlerFunc {
 			return
 		}
 		if next != "" {
-			c.Writer.Header()["Link"] = []string{lq.nextLink(next)}
+			c.Writer.Header()["Link"] = lq.nextLink(next)
 		}
 		writeJSON(c, http.StatusOK, func(b []byte) []byte { return models.AppendPetsJSON(b, pets) })
 	}

@@ -27,10 +27,16 @@ func Conn(ctx context.Context, db *gorm.DB) *gorm.DB {
 // transaction's connection, or db's pool (its prepared-statement cache when it has one). Pass
 // ctx to each statement.
 func ConnPool(ctx context.Context, db *gorm.DB) gorm.ConnPool {
+	pool, _ := TxConnPool(ctx, db)
+	return pool
+}
+
+// TxConnPool returns ConnPool(ctx, db) and InTx(ctx), looking the transaction up once.
+func TxConnPool(ctx context.Context, db *gorm.DB) (gorm.ConnPool, bool) {
 	if tx, ok := ctx.Value(txKey{}).(*gorm.DB); ok {
-		return tx.Statement.ConnPool
+		return tx.Statement.ConnPool, true
 	}
-	return db.Statement.ConnPool
+	return db.Statement.ConnPool, false
 }
 
 // InTx reports whether ctx carries a transaction (WithTx): reads made with it belong to that
