@@ -85,6 +85,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzAppend$$' -fuzztime $(FUZZTIME) ./internal/jsonstr/
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsonbody/
 	$(GO) test -run '^$$' -fuzz '^FuzzPetAdded$$' -fuzztime $(FUZZTIME) ./graph/
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainQuery$$' -fuzztime $(FUZZTIME) ./rest/
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainQueryBody$$' -fuzztime $(FUZZTIME) ./graph/
+	$(GO) test -run '^$$' -fuzz '^FuzzWriteResponse$$' -fuzztime $(FUZZTIME) ./graph/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).
