@@ -224,7 +224,9 @@ func (l *Leases) renewBatch(ctx context.Context, sets []string, args [][]any) er
 }
 
 // remove removes the leases let go, in one pipeline. Those it could not remove end by
-// themselves.
+// themselves. A removal under way is not abandoned when ctx ends (run's, as the instance shuts
+// down): the leases it took from released would otherwise be in neither released nor held,
+// and releaseAll would leave them to end by themselves, their slots taken for LeaseFor.
 func (l *Leases) remove(ctx context.Context) error {
 	l.mu.Lock()
 	gone := l.released
@@ -234,7 +236,7 @@ func (l *Leases) remove(ctx context.Context) error {
 	}
 	l.released = map[string][]string{}
 	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RenewEvery)
 	defer cancel()
 	pipe := l.client.Pipeline()
 	for set, tokens := range gone {
