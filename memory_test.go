@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -40,19 +39,7 @@ func TestGCTuningAsShipped(t *testing.T) {
 			if tc.gogc != "" {
 				env = append(env, "GOGC="+tc.gogc)
 			}
-			cmd := exec.Command(os.Args[0], "serve")
-			cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_DB="+dsn, "PETSTORE_ADDR=127.0.0.1:0",
-				"PETSTORE_ENV=development", "PETSTORE_LOG_LEVEL=error")
-			stdout, err := cmd.StdoutPipe()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := cmd.Start(); err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-			base := readStartup(t, bufio.NewScanner(stdout))
-			waitHealthy(t, base)
+			_, base := startServe(t, append(env, "PETSTORE_DB="+dsn, "PETSTORE_ENV=development", "PETSTORE_LOG_LEVEL=error")...)
 
 			// Requests until the process has collected twice: the goal after the first
 			// collection is the first one set by the tuning.

@@ -180,6 +180,26 @@ func checkAcked(t *testing.T, acked, stored []int64) {
 	}
 }
 
+// startServe runs this test binary as the service (serve) on a free loopback port, with env
+// (the whole environment: os.Environ() and more) and the listening address added; it is killed
+// when t ends. It returns the process and the base address, once /healthz answers.
+func startServe(t *testing.T, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve")
+	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := readStartup(t, bufio.NewScanner(stdout))
+	waitHealthy(t, base)
+	return cmd, base
+}
+
 // readStartup reads the server's base address from its stdout, and drains the rest.
 func readStartup(t *testing.T, lines *bufio.Scanner) string {
 	t.Helper()

@@ -244,28 +244,36 @@ func activeSubscriptions(tb testing.TB, base string) int {
 
 // BenchmarkIdleSubscriptions reports the server's memory and goroutines per idle WebSocket
 // subscription (goal: at most 32 KiB and 3).
-func BenchmarkIdleSubscriptions(b *testing.B) {
+func BenchmarkIdleSubscriptions(b *testing.B) { benchmarkIdle(b, "ws", "sub") }
+
+// TestIdleSubscriptionCost is BenchmarkIdleSubscriptions at 200 subscriptions, held to the
+// goals with a margin for what a small count measures less precisely.
+func TestIdleSubscriptionCost(t *testing.T) { checkIdleCost(t, "ws", "subscription") }
+
+// benchmarkIdle reports idleCost over transport at 1,000 and 10,000, per unit.
+func benchmarkIdle(b *testing.B, transport, unit string) {
 	for _, n := range []int{1000, 10000} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
 			for range b.N {
-				per, g := idleCost(b, n, "ws")
-				b.ReportMetric(per, "B/sub")
-				b.ReportMetric(g, "goroutines/sub")
+				per, g := idleCost(b, n, transport)
+				b.ReportMetric(per, "B/"+unit)
+				b.ReportMetric(g, "goroutines/"+unit)
 			}
 		})
 	}
 }
 
-// TestIdleSubscriptionCost is BenchmarkIdleSubscriptions at 200 subscriptions, held to the
-// goals with a margin for what a small count measures less precisely.
-func TestIdleSubscriptionCost(t *testing.T) {
+// checkIdleCost holds idleCost over transport at 200 to at most 32 KiB and 3 goroutines each
+// (3.05: the margin of a small count); what names one in the messages.
+func checkIdleCost(t *testing.T, transport, what string) {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("starts a helper process")
 	}
-	per, g := idleCost(t, 200, "ws")
-	t.Logf("%.0f B and %.2f goroutines per idle subscription", per, g)
+	per, g := idleCost(t, 200, transport)
+	t.Logf("%.0f B and %.2f goroutines per idle %s", per, g, what)
 	if per > 32<<10 || g > 3.05 {
-		t.Fatalf("%.0f B and %.2f goroutines per idle subscription; want at most 32 KiB and 3", per, g)
+		t.Fatalf("%.0f B and %.2f goroutines per idle %s; want at most 32 KiB and 3", per, g, what)
 	}
 }
 

@@ -1,14 +1,12 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -349,19 +347,9 @@ func TestSubscriptionCapsInstanceDies(t *testing.T) {
 	b := sharedInstances(t, db, cfg, 1)[0]
 	key := b.newKey(t, "free")
 
-	cmd := exec.Command(os.Args[0], "serve")
-	cmd.Env = append(os.Environ(), "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_DB="+dsn, "PETSTORE_ADDR=127.0.0.1:0",
-		"PETSTORE_REDIS_URL="+r.URL(), "PETSTORE_ENV=staging", "PETSTORE_LOG_LEVEL=error")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	a := &liveServer{url: readStartup(t, bufio.NewScanner(stdout))}
-	waitHealthy(t, a.url)
+	cmd, url := startServe(t, append(os.Environ(), "PETSTORE_DB="+dsn, "PETSTORE_REDIS_URL="+r.URL(),
+		"PETSTORE_ENV=staging", "PETSTORE_LOG_LEVEL=error")...)
+	a := &liveServer{url: url}
 	for range 2 {
 		if status, body, _, _ := a.sseOpen(t, key); status != http.StatusOK {
 			t.Fatalf("a stream on the instance that dies: %d %s", status, body)

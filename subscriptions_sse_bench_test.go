@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"fmt"
 	"net"
-	"strconv"
 	"strings"
 	"testing"
 )
@@ -55,27 +54,8 @@ func rawStream(addr, key string) (net.Conn, error) {
 
 // BenchmarkIdleStreams reports the server's memory and goroutines per idle SSE stream (goal:
 // at most 32 KiB and 3, as for a WebSocket subscription).
-func BenchmarkIdleStreams(b *testing.B) {
-	for _, n := range []int{1000, 10000} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			for range b.N {
-				per, g := idleCost(b, n, "sse")
-				b.ReportMetric(per, "B/stream")
-				b.ReportMetric(g, "goroutines/stream")
-			}
-		})
-	}
-}
+func BenchmarkIdleStreams(b *testing.B) { benchmarkIdle(b, "sse", "stream") }
 
 // TestIdleStreamCost is BenchmarkIdleStreams at 200 streams, held to the same goals with the
 // margin TestIdleSubscriptionCost allows.
-func TestIdleStreamCost(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a helper process")
-	}
-	per, g := idleCost(t, 200, "sse")
-	t.Logf("%.0f B and %.2f goroutines per idle stream", per, g)
-	if per > 32<<10 || g > 3.05 {
-		t.Fatalf("%.0f B and %.2f goroutines per idle stream; want at most 32 KiB and 3", per, g)
-	}
-}
+func TestIdleStreamCost(t *testing.T) { checkIdleCost(t, "sse", "stream") }
