@@ -238,19 +238,36 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 }
 
 // TestSlowSubscriber: a burst of pets reaches a subscriber that reads, complete and in order;
-// one that stops reading is cut off (its memory bounded), counted on /metrics.
+// a WebSocket and an SSE stream that stop reading are cut off (their memory bounded), counted
+// on /metrics, and no longer counted active. Each is cut by whichever comes first: its buffer
+// of events left full (the Hub) or a write to it timing out (the transport); both take 10 s
+// from the same moment, so either may win.
 func TestSlowSubscriber(t *testing.T) {
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	w := s.connect(t, s.key)
 	w.subscribe("1", "")
-	stalled, err := rawSubscribe(strings.TrimPrefix(s.url, "http://"), s.key)
+	addr := strings.TrimPrefix(s.url, "http://")
+	stalled, err := rawSubscribe(addr, s.key)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer stalled.Close()
-	_ = stalled.(*net.TCPConn).SetReadBuffer(4096) // the kernel holds little of what it does not read
+	stalledStream, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stalledStream.Close()
+	for _, c := range []net.Conn{stalled, stalledStream} {
+		_ = c.(*net.TCPConn).SetReadBuffer(4096) // the kernel holds little of what it does not read
+	}
+	fmt.Fprintf(stalledStream, "POST /v1/graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
+		"Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
+		addr, s.key, len(streamQuery), streamQuery)
 	time.Sleep(200 * time.Millisecond)
+	if n := activeSubscriptions(t, s.url); n != 3 {
+		t.Fatalf("%d subscriptions active; want the reader's and the two stalled", n)
+	}
 	const burst = 40000 // some 10 MB of events: more than the socket buffers hold
 	if err := db.DB.Exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < ?)
 		INSERT INTO pets (name, category_id, status) SELECT hex(randomblob(100)), 1, 'available' FROM n`, burst).Error; err != nil {
@@ -270,7 +287,7 @@ func TestSlowSubscriber(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(metricsText(t, s.url), `petstore_subscribers_cut_off_total{reason="slow"} 1`) {
+	for !strings.Contains(metricsText(t, s.url), `petstore_subscribers_cut_off_total{reason="slow"} 2`) {
 		if time.Now().After(deadline) {
 			text := metricsText(t, s.url)
 			i := strings.Index(text, "petstore_subscri")

@@ -2,7 +2,9 @@ package live
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
@@ -335,6 +337,17 @@ func (c *Conn) Cut(code int, reason string) {
 	c.mu.Unlock()
 	c.reg.hub.metrics.cutOff.WithLabelValues(cutLabel(code)).Inc()
 	c.cut(code, reason)
+}
+
+// writeFailed is told of every failed write to c's peer. A write that timed out (the peer
+// took nothing for RegistryOptions.WriteTimeout) cuts c off as too slow, as the Hub does a
+// subscriber that leaves its buffer full: gqlgen's transports go on after a failed write,
+// taking every event and dropping it, so the peer would otherwise keep its connection and
+// slots without reading. Other errors mean the connection is gone, which its reader sees.
+func (c *Conn) writeFailed(err error) {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.Cut(CloseSlow, ReasonSlow)
+	}
 }
 
 // CutReason returns the code and reason c was cut off with, 0 and "" while it is not.

@@ -323,6 +323,12 @@ var errShuttingDown = &apierr.Error{Code: apierr.Unavailable, Message: "the inst
 func (h *Hub) leave(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.remove(s)
+}
+
+// remove takes s out of the Hub's subscriptions unless it is out already (it left, or was cut
+// off); h.mu is held.
+func (h *Hub) remove(s *sub) {
 	if _, ok := h.subs[s]; ok {
 		delete(h.subs, s)
 		h.metrics.active.Dec()
@@ -388,8 +394,7 @@ func (s *sub) offer(ev *Event) {
 // cutOff removes s from the Hub and closes its connection with code and reason; hub.mu is
 // held. Its channel is closed by whoever sends to it: here, or the resume goroutine.
 func (s *sub) cutOff(reason string, code int) {
-	delete(s.hub.subs, s)
-	s.hub.metrics.active.Dec()
+	s.hub.remove(s) // unless its subscriber left meanwhile
 	s.cut = true
 	if !s.catching {
 		close(s.ch)

@@ -224,7 +224,11 @@ func (w *sseWriter) Write(b []byte) (int, error) {
 			_, _ = w.ResponseWriter.Write(errorEvent(code, reason))
 		}
 	}
-	return w.ResponseWriter.Write(b)
+	n, err := w.ResponseWriter.Write(b)
+	if err != nil {
+		w.conn.writeFailed(err) // a flush that timed out fails the next write
+	}
+	return n, err
 }
 
 // Flush sends what was written.

@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -345,15 +347,26 @@ func (c *wsConn) WriteClose(code int, reason string) error {
 	return c.coderConn.WriteClose(code, reason)
 }
 
-// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the connection is closed.
-// The events of a subscription (next messages) are written without marshalling their payload
+// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the subscriber is cut off
+// as too slow (Conn.writeFailed), or, before connection_init, the connection is closed. The
+// events of a subscription (next messages) are written without marshalling their payload
 // again, the same bytes as json.Marshal writes.
 func (c *wsConn) WriteJSON(v any) error {
 	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	var err error
 	if payload, id, ok := nextMessage(v); ok {
-		return c.writeNext(payload, id)
+		err = c.writeNext(payload, id)
+	} else {
+		err = c.coderConn.WriteJSON(v)
 	}
-	return c.coderConn.WriteJSON(v)
+	if err != nil {
+		if conn := c.conn.Load(); conn != nil {
+			conn.writeFailed(err)
+		} else if errors.Is(err, os.ErrDeadlineExceeded) {
+			_ = c.net.Close() // its reader ends, and with it the connection
+		}
+	}
+	return err
 }
 
 // NextReader notes when the peer last sent something.
