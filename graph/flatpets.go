@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"sync"
-	"sync/atomic"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -133,59 +132,61 @@ var valueBytes = [...]int{petTypename: 5, petID: 8, petName: 24, petCategoryID: 
 
 // plainFlatPlan returns the plan of sel when it is plain: fields of Pet only, each without
 // directives or selections, which CollectFields groups by response name and nothing else,
-// whatever the variables. The plan is made once per selection set (flatPlans); nil when sel
-// is not plain or not flat.
+// whatever the variables. The plan of a selection of up to maxFlatPlanKey bytes of names is
+// made once (flatPlans); nil when sel is not plain or not flat.
 func plainFlatPlan(sel ast.SelectionSet) *flatPlan {
 	if len(sel) == 0 {
 		return nil
 	}
-	first, ok := sel[0].(*ast.Field)
-	if !ok {
-		return nil
-	}
-	if e, ok := flatPlans.Load(first); ok {
-		if e := e.(*flatPlanEntry); slices.Equal(e.sel, sel) {
-			return e.plan
-		}
-	}
-	fields := make([]graphql.CollectedField, 0, len(sel))
+	var keyBuf [maxFlatPlanKey]byte
+	key := keyBuf[:0] // each field's name and alias, each ended by a 0 byte
 	for _, s := range sel {
 		f, ok := s.(*ast.Field)
 		if !ok || len(f.Directives) > 0 || len(f.SelectionSet) > 0 {
 			return nil
 		}
+		key = append(append(append(append(key, f.Name...), 0), f.Alias...), 0)
+	}
+	cached := len(key) <= maxFlatPlanKey
+	if cached {
+		flatPlansMu.RLock()
+		plan, ok := flatPlans[string(key)]
+		flatPlansMu.RUnlock()
+		if ok {
+			return plan
+		}
+	}
+	fields := make([]graphql.CollectedField, 0, len(sel))
+	for _, s := range sel {
+		f := s.(*ast.Field)
 		if !slices.ContainsFunc(fields, func(c graphql.CollectedField) bool { return c.Alias == f.Alias }) {
 			fields = append(fields, graphql.CollectedField{Field: f})
 		}
 	}
 	plan := newFlatPlan(fields)
-	if plan != nil {
-		if flatPlanCount.Add(1) > maxFlatPlans {
-			flatPlans.Clear()
-			flatPlanCount.Store(1)
+	if plan != nil && cached {
+		flatPlansMu.Lock()
+		if len(flatPlans) >= maxFlatPlans {
+			clear(flatPlans)
 		}
-		flatPlans.Store(first, &flatPlanEntry{sel: sel, plan: plan})
+		flatPlans[string(key)] = plan
+		flatPlansMu.Unlock()
 	}
 	return plan
 }
 
-// flatPlans holds the plans of plain selection sets by their first field. An entry keeps the
-// fields of its selection set, whose memory no other field can then reuse: a hit is the same
-// set when it holds the same fields (CollectFields copies a set for each request, so the
-// slices differ). It is cleared when it reaches maxFlatPlans, which bounds what the entries of
-// evicted documents hold.
+// flatPlans holds the plans of plain selections by their fields' names and aliases, which
+// alone make a plan: it holds nothing of a document. It is cleared when it reaches
+// maxFlatPlans entries, of at most maxFlatPlanKey bytes of key each.
 var (
-	flatPlans     sync.Map // *ast.Field -> *flatPlanEntry
-	flatPlanCount atomic.Int64
+	flatPlansMu sync.RWMutex
+	flatPlans   = map[string]*flatPlan{}
 )
 
-const maxFlatPlans = 1024
-
-// flatPlanEntry is a plan with the selection set it was made for.
-type flatPlanEntry struct {
-	sel  ast.SelectionSet
-	plan *flatPlan
-}
+const (
+	maxFlatPlans   = 1024
+	maxFlatPlanKey = 256
+)
 
 // MarshalGQL writes the pet as gqlgen's generated _Pet does for the same selection. Into a
 // bytes.Buffer, as gqlgen marshals a response, it writes in the buffer's free space, and the
