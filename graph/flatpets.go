@@ -1,7 +1,10 @@
 package graph
 
 import (
+	"bytes"
 	"io"
+	"slices"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -49,30 +52,53 @@ type flatField struct {
 	prefix []byte
 }
 
-// flatPets holds the plan of a flat selection and the buffer its elements are written in.
-type flatPets struct {
+// flatPlan is what the flat path writes of each pet of a selection: its fields, in order.
+// It is read only once made, and shared by the requests of a cached document.
+type flatPlan struct {
 	fields []flatField
-	buf    []byte // reused by each element: gqlgen marshals a response's values one at a time
+	size   int // a guess of the bytes of one pet: its prefixes, braces and typical values
 }
-
-// elementBufBytes is the capacity flatPets.buf starts with: enough for a pet with every field
-// and a name of some 40 bytes.
-const elementBufBytes = 128
 
 // flatPet is one element of a flat list of pets.
 type flatPet struct {
-	list *flatPets
+	plan *flatPlan
 	pet  *models.Pet
+	rest int // for the first element, how many follow it; 0 for the others
 }
 
 // marshalFlatPets returns the elements of pets as marshallers of the flat path, or nil when
 // sel is not flat or an element is nil (gqlgen's path then reports the null).
 func (ec *executionContext) marshalFlatPets(sel ast.SelectionSet, pets []*models.Pet) graphql.Array {
-	fields := graphql.CollectFields(ec.OperationContext, sel, petImplementors)
+	plan := plainFlatPlan(sel)
+	if plan == nil {
+		plan = newFlatPlan(graphql.CollectFields(ec.OperationContext, sel, petImplementors))
+		if plan == nil {
+			return nil
+		}
+	}
+	elems := make([]flatPet, len(pets))
+	ret := make(graphql.Array, len(pets))
+	for i, p := range pets {
+		if p == nil {
+			return nil
+		}
+		elems[i] = flatPet{plan: plan, pet: p}
+		ret[i] = &elems[i]
+	}
+	if len(elems) > 0 {
+		elems[0].rest = len(elems) - 1
+	}
+	return ret
+}
+
+// newFlatPlan returns the plan of the collected fields of a selection of Pet, or nil when
+// they are not flat: none, or one that is not a field of petFields, has a selection or is
+// deferred.
+func newFlatPlan(fields []graphql.CollectedField) *flatPlan {
 	if len(fields) == 0 {
 		return nil
 	}
-	list := &flatPets{fields: make([]flatField, len(fields)), buf: make([]byte, 0, elementBufBytes)}
+	plan := &flatPlan{fields: make([]flatField, len(fields)), size: 1}
 	prefixes := make([]byte, 0, 16*len(fields)) // every field's prefix, back to back, the ith ending at ends[i]
 	var endsBuf [8]int
 	ends := endsBuf[:0]
@@ -87,30 +113,100 @@ func (ec *executionContext) marshalFlatPets(sel ast.SelectionSet, pets []*models
 			prefixes = append(prefixes, ',')
 		}
 		prefixes = append(appendGQLString(prefixes, f.Alias), ':')
-		list.fields[i].kind = kind
+		plan.fields[i].kind = kind
+		plan.size += valueBytes[kind]
 		ends = append(ends, len(prefixes))
 	}
 	start := 0
 	for i, end := range ends {
-		list.fields[i].prefix = prefixes[start:end:end]
+		plan.fields[i].prefix = prefixes[start:end:end]
 		start = end
 	}
-	elems := make([]flatPet, len(pets))
-	ret := make(graphql.Array, len(pets))
-	for i, p := range pets {
-		if p == nil {
-			return nil
-		}
-		elems[i] = flatPet{list: list, pet: p}
-		ret[i] = &elems[i]
-	}
-	return ret
+	plan.size += len(prefixes)
+	return plan
 }
 
-// MarshalGQL writes the pet as gqlgen's generated _Pet does for the same selection.
+// valueBytes is a guess of the bytes of each field's value, enough for most pets: a
+// plan's size, by which the first pet of a list makes room for the others.
+var valueBytes = [...]int{petTypename: 5, petID: 8, petName: 24, petCategoryID: 5, petStatus: 11}
+
+// plainFlatPlan returns the plan of sel when it is plain: fields of Pet only, each without
+// directives or selections, which CollectFields groups by response name and nothing else,
+// whatever the variables. The plan of a selection of up to maxFlatPlanKey bytes of names is
+// made once (flatPlans); nil when sel is not plain or not flat.
+func plainFlatPlan(sel ast.SelectionSet) *flatPlan {
+	if len(sel) == 0 {
+		return nil
+	}
+	var keyBuf [maxFlatPlanKey]byte
+	key := keyBuf[:0] // each field's name and alias, each ended by a 0 byte
+	for _, s := range sel {
+		f, ok := s.(*ast.Field)
+		if !ok || len(f.Directives) > 0 || len(f.SelectionSet) > 0 {
+			return nil
+		}
+		key = append(append(append(append(key, f.Name...), 0), f.Alias...), 0)
+	}
+	cached := len(key) <= maxFlatPlanKey
+	if cached {
+		flatPlansMu.RLock()
+		plan, ok := flatPlans[string(key)]
+		flatPlansMu.RUnlock()
+		if ok {
+			return plan
+		}
+	}
+	fields := make([]graphql.CollectedField, 0, len(sel))
+	for _, s := range sel {
+		f := s.(*ast.Field)
+		if !slices.ContainsFunc(fields, func(c graphql.CollectedField) bool { return c.Alias == f.Alias }) {
+			fields = append(fields, graphql.CollectedField{Field: f})
+		}
+	}
+	plan := newFlatPlan(fields)
+	if plan != nil && cached {
+		flatPlansMu.Lock()
+		if len(flatPlans) >= maxFlatPlans {
+			clear(flatPlans)
+		}
+		flatPlans[string(key)] = plan
+		flatPlansMu.Unlock()
+	}
+	return plan
+}
+
+// flatPlans holds the plans of plain selections by their fields' names and aliases, which
+// alone make a plan: it holds nothing of a document. It is cleared when it reaches
+// maxFlatPlans entries, of at most maxFlatPlanKey bytes of key each.
+var (
+	flatPlansMu sync.RWMutex
+	flatPlans   = map[string]*flatPlan{}
+)
+
+const (
+	maxFlatPlans   = 1024
+	maxFlatPlanKey = 256
+)
+
+// MarshalGQL writes the pet as gqlgen's generated _Pet does for the same selection. Into a
+// bytes.Buffer, as gqlgen marshals a response, it writes in the buffer's free space, and the
+// first pet of a list makes room for the others.
 func (e *flatPet) MarshalGQL(w io.Writer) {
-	b, p := e.list.buf[:0], e.pet
-	for _, f := range e.list.fields {
+	bb, ok := w.(*bytes.Buffer)
+	if !ok {
+		_, _ = w.Write(e.appendTo(make([]byte, 0, e.plan.size)))
+		return
+	}
+	if e.rest > 0 {
+		bb.Grow((e.plan.size + 1) * (e.rest + 1))
+	}
+	_, _ = bb.Write(e.appendTo(bb.AvailableBuffer()))
+}
+
+// appendTo appends the pet to b.
+func (e *flatPet) appendTo(b []byte) []byte {
+	p := e.pet
+	for _, f := range e.plan.fields {
 		b = append(b, f.prefix...)
 		switch f.kind {
 		case petTypename:
@@ -129,9 +225,7 @@ func (e *flatPet) MarshalGQL(w io.Writer) {
 			}
 		}
 	}
-	b = append(b, '}')
-	e.list.buf = b
-	_, _ = w.Write(b)
+	return append(b, '}')
 }
 
 // appendGQLString appends s as graphql.MarshalString writes it: quoted, with ", \ and the

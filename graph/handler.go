@@ -120,7 +120,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
 	setCosts(&cfg.Complexity)
-	es := NewExecutableSchema(cfg)
+	es := lonePetsSchema{NewExecutableSchema(cfg).(*executableSchema)}
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
 	if opts.Websocket != nil {

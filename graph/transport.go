@@ -61,18 +61,41 @@ func (t specTransport) Supports(r *http.Request) bool {
 // Do answers r.
 func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	media := negotiate(strings.Join(r.Header.Values("Accept"), ","))
-	w.Header().Add("Vary", "Accept")
-	sw := &specWriter{ResponseWriter: w, media: media}
+	if h := w.Header(); len(h["Vary"]) == 0 {
+		h["Vary"] = varyAccept
+	} else {
+		h.Add("Vary", "Accept")
+	}
+	x := &exchange{writer: specWriter{ResponseWriter: w, media: media}}
+	sw := &x.writer
+	x.exec = specExecutor{GraphExecutor: exec, w: sw}
 	if t.method == http.MethodPost {
-		doPost(sw, r, &specExecutor{GraphExecutor: exec, w: sw})
+		doPost(sw, r, &x.exec)
 		return
 	}
 	if apiErr := checkGetParams(r.URL.Query()); apiErr != nil {
 		writeRequestError(w, media, apiErr)
 		return
 	}
-	t.get[media].Do(sw, r, &specExecutor{GraphExecutor: exec, w: sw, queriesOnly: true})
+	x.exec.queriesOnly = true
+	t.get[media].Do(sw, r, &x.exec)
 }
+
+// exchange is the writer and executor of one request, allocated together.
+type exchange struct {
+	writer specWriter
+	exec   specExecutor
+}
+
+// Header values shared by every answer, as gin and package rest share theirs: net/http only
+// reads them, and Header.Add appends to a full slice by copying it.
+var (
+	varyAccept   = []string{"Accept"}
+	contentTypes = map[string][]string{
+		mediaJSON:            {mediaJSON + "; charset=utf-8"},
+		mediaGraphQLResponse: {mediaGraphQLResponse + "; charset=utf-8"},
+	}
+)
 
 // checkGetParams reads the parameters of a GET as decodeParams reads a POST's body: each at
 // most once (gqlgen's transport would run the first), and the JSON of variables and extensions
@@ -218,6 +241,17 @@ func needsHTMLEscape(data []byte) bool {
 // when accept names neither: the specification allows that or 406, and this keeps every
 // client working.
 func negotiate(accept string) string {
+	switch accept { // what most clients send, answered as parseAccept answers it
+	case "", mediaJSON, "*/*":
+		return mediaJSON
+	case mediaGraphQLResponse:
+		return mediaGraphQLResponse
+	}
+	return parseAccept(accept)
+}
+
+// parseAccept is negotiate, reading accept in full.
+func parseAccept(accept string) string {
 	best, bestQ := mediaJSON, 0.0
 	for part := range strings.SplitSeq(accept, ",") {
 		mediaType, params, err := mime.ParseMediaType(strings.TrimSpace(part))
@@ -307,8 +341,8 @@ func (w *specWriter) WriteHeader(status int) {
 		status = requestStatus(w.requestErrs, w.media)
 	}
 	h := w.Header()
-	if h.Get("Content-Type") == "" {
-		h.Set("Content-Type", w.media+"; charset=utf-8")
+	if v := h["Content-Type"]; len(v) == 0 || v[0] == "" { // h.Get("Content-Type") == ""
+		h["Content-Type"] = contentTypes[w.media]
 	}
 	if status == http.StatusMethodNotAllowed {
 		h.Set("Allow", http.MethodPost)

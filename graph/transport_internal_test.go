@@ -72,3 +72,13 @@ func FuzzPlainQueryBody(f *testing.F) {
 		}
 	})
 }
+
+// TestNegotiateShortcuts checks that the Accept values negotiate answers without parsing get
+// the answer of parseAccept.
+func TestNegotiateShortcuts(t *testing.T) {
+	for _, accept := range []string{"", mediaJSON, "*/*", mediaGraphQLResponse} {
+		if got, want := negotiate(accept), parseAccept(accept); got != want {
+			t.Errorf("negotiate(%q) = %s; parseAccept answers %s", accept, got, want)
+		}
+	}
+}
