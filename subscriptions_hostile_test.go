@@ -8,6 +8,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -287,7 +289,14 @@ func TestSlowSubscriber(t *testing.T) {
 		}
 	}
 	deadline := time.Now().Add(30 * time.Second)
+	// What the server's kernel holds for each stalled peer, until it is cut off: at most the
+	// bounded send buffer (64 KiB, which Linux doubles), not the megabytes to which Linux
+	// grows the buffer of a peer that does not read.
+	held := map[string]int{}
 	for !strings.Contains(metricsText(t, s.url), `petstore_subscribers_cut_off_total{reason="slow"} 2`) {
+		for name, c := range map[string]net.Conn{"WebSocket": stalled, "SSE stream": stalledStream} {
+			held[name] = max(held[name], sendQueue(c))
+		}
 		if time.Now().After(deadline) {
 			text := metricsText(t, s.url)
 			i := strings.Index(text, "petstore_subscri")
@@ -298,6 +307,35 @@ func TestSlowSubscriber(t *testing.T) {
 	if n := activeSubscriptions(t, s.url); n != 1 {
 		t.Fatalf("%d subscriptions active; want the reader's only", n)
 	}
+	for name, n := range held {
+		if n == 0 || n > 256<<10 {
+			t.Errorf("%s: the server's kernel held up to %d bytes unsent for a peer that read nothing; want some, at most 256 KiB", name, n)
+		}
+	}
+}
+
+// sendQueue returns the bytes the kernel holds unsent or unacknowledged on the server's side of
+// the loopback connection c (/proc/net/tcp's tx_queue), -1 when it cannot tell.
+func sendQueue(c net.Conn) int {
+	b, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return -1
+	}
+	local := c.RemoteAddr().(*net.TCPAddr) // the server's end
+	remote := c.LocalAddr().(*net.TCPAddr)
+	want := fmt.Sprintf("0100007F:%04X 0100007F:%04X", local.Port, remote.Port)
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 && f[1]+" "+f[2] == want {
+			tx, _, _ := strings.Cut(f[4], ":")
+			n, err := strconv.ParseInt(tx, 16, 64)
+			if err != nil {
+				return -1
+			}
+			return int(n)
+		}
+	}
+	return -1
 }
 
 // metricsText returns the /metrics page.

@@ -392,21 +392,30 @@ func (r *Registry) Shutdown() {
 	r.hub.Close()
 }
 
-// loop checks the keys every RecheckEvery and pings the WebSockets every PingEvery.
+// loop checks the keys every RecheckEvery and, on a goroutine of its own, pings the
+// WebSockets every PingEvery: a round of pings that waits on stalled sockets (each up to
+// WriteTimeout) never holds up the cut-off of a revoked or suspended key.
 func (r *Registry) loop() {
 	defer close(r.done)
-	check := time.NewTicker(r.opts.RecheckEvery)
-	ping := time.NewTicker(r.opts.PingEvery)
-	defer check.Stop()
-	defer ping.Stop()
+	pinging := make(chan struct{})
+	go func() {
+		defer close(pinging)
+		every(r.ctx, r.opts.PingEvery, r.pingAll)
+	}()
+	every(r.ctx, r.opts.RecheckEvery, r.recheck)
+	<-pinging
+}
+
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
 	for {
 		select {
-		case <-r.ctx.Done():
+		case <-ctx.Done():
 			return
-		case <-check.C:
-			r.recheck()
-		case <-ping.C:
-			r.pingAll()
+		case <-t.C:
+			f()
 		}
 	}
 }

@@ -28,6 +28,19 @@ import (
 // buffers (4 KiB each), kept by a stock upgrade, are dropped.
 const wsBufferSize = 512
 
+// sendBufferBytes is the kernel's send buffer of a subscriber's connection (SO_SNDBUF, which
+// Linux doubles): some 800 events. Without it the kernel grows the buffer of a peer that stops
+// reading up to net.ipv4.tcp_wmem's maximum (4 MiB here), and holds it until the connection,
+// cut off, has gone.
+const sendBufferBytes = 64 << 10
+
+// boundSendBuffer sets the send buffer of conn, a subscriber's, to sendBufferBytes.
+func boundSendBuffer(conn net.Conn) {
+	if tc, ok := conn.(*net.TCPConn); ok {
+		_ = tc.SetWriteBuffer(sendBufferBytes)
+	}
+}
+
 // MaxMessageBytes is the largest message a WebSocket client may send (a subscribe message with
 // its query and variables); a larger one closes the connection with 1009 (message too big).
 const MaxMessageBytes = 64 << 10
@@ -92,6 +105,7 @@ func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*ht
 			return
 		}
 		c.Abort()
+		boundSendBuffer(conn)
 		ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(req.Context()), wsStateKey{}, st))
 		context.AfterFunc(ctx, func() { r.releasePending(st) })
 		w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
@@ -237,6 +251,9 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
 	c, err := r.open(ctx, p, func(code int, reason string) {
+		if code == CloseSlow { // it reads nothing: a write under way fails now, not at its deadline
+			_ = ws.net.SetWriteDeadline(time.Now())
+		}
 		ws.closeWith(code, reason)
 		cancel()
 	}, false)
@@ -316,6 +333,7 @@ type wsConn struct {
 	reg      *Registry
 	conn     atomic.Pointer[Conn] // once authenticated
 	lastRead atomic.Int64         // Unix nanoseconds of the last message read
+	writing  atomic.Int32         // writes under way
 
 	mu          sync.Mutex
 	code        int
@@ -352,6 +370,8 @@ func (c *wsConn) WriteClose(code int, reason string) error {
 // events of a subscription (next messages) are written without marshalling their payload
 // again, the same bytes as json.Marshal writes.
 func (c *wsConn) WriteJSON(v any) error {
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
 	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
 	var err error
 	if payload, id, ok := nextMessage(v); ok {
@@ -379,8 +399,9 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 // pingMessage is graphql-transport-ws's ping; clients answer pong.
 var pingMessage = json.RawMessage(`{"type":"ping"}`)
 
-// pingAll pings every authenticated WebSocket, and closes those whose peer sent nothing
-// for three rounds.
+// pingAll pings every authenticated WebSocket with no write under way (a ping would wait
+// behind it, and move its deadline), and closes those whose peer sent nothing for three
+// rounds.
 func (r *Registry) pingAll() {
 	r.mu.Lock()
 	conns := make([]*wsConn, 0, len(r.ws))
@@ -405,7 +426,7 @@ func (r *Registry) pingAll() {
 			ws.mu.Lock()
 			closed := ws.writeClosed
 			ws.mu.Unlock()
-			if !closed {
+			if !closed && ws.writing.Load() == 0 {
 				_ = ws.WriteJSON(pingMessage)
 			}
 		}()
