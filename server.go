@@ -493,7 +493,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	resolver := graph.NewResolver(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
-	subs, err := newLive(db, rdb, cfg.RateLimit, resolver, authn, limiter, metrics, &gqlOpts)
+	subs, err := newLive(db, rdb, cfg.RateLimit, cfg.WSPingInterval, resolver, authn, limiter, metrics, &gqlOpts)
 	if err != nil {
 		return rest.Deps{}, err
 	}

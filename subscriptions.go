@@ -1,6 +1,8 @@
 package main
 
 import (
+	"time"
+
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
@@ -19,9 +21,10 @@ const liveChannel = "live:pets-added"
 // middleware: a Hub fed by the resolver's writes, fanned out through rdb when it is not nil
 // (on the channel liveChannel after rl's key prefix), and the Registry of its connections,
 // authenticated by authn and charged by limiter, whose caps hold on every instance sharing rdb
-// (leases under rl's key prefix, with rl's failure policy). It returns the Registry, whose
+// (leases under rl's key prefix, with rl's failure policy), its WebSockets pinged every
+// pingEvery. It returns the Registry, whose
 // Shutdown closes every subscriber.
-func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, resolver *graph.Resolver,
+func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, pingEvery time.Duration, resolver *graph.Resolver,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics, gqlOpts *graph.Options) (*live.Registry, error) {
 	lm := live.NewMetrics()
 	if err := metrics.Register(lm.Collectors()...); err != nil {
@@ -29,10 +32,11 @@ func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, resol
 	}
 	hubOpts := live.HubOptions{Read: resolver.PetsAfter, LastID: resolver.LastPetID, Metrics: lm}
 	regOpts := live.RegistryOptions{
-		Caps:     live.DefaultCaps(),
-		Check:    live.KeyCheck(db.DB, limiter.Suspended),
-		Charge:   limiter.Charge,
-		FailOpen: rl.FailOpen,
+		Caps:      live.DefaultCaps(),
+		Check:     live.KeyCheck(db.DB, limiter.Suspended),
+		Charge:    limiter.Charge,
+		FailOpen:  rl.FailOpen,
+		PingEvery: pingEvery,
 	}
 	if rdb != nil {
 		hubOpts.Bus = live.NewRedisBus(rdb, rl.RedisKeyPrefix+liveChannel)

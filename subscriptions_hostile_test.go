@@ -412,3 +412,93 @@ func TestServerPings(t *testing.T) {
 		t.Fatalf("got %s %v; want a ping within 30 s", b, err)
 	}
 }
+
+// TestKeepAlive: with PETSTORE_WS_PING_INTERVAL at 200 ms, a graphql-transport-ws peer that
+// never answers the pings is closed after three; a client of the older
+// graphql-ws protocol, which answers nothing, gets its keep-alive (ka), never a ping it does not
+// know, stays open while its WebSocket answers ping frames, and gets its events.
+func TestKeepAlive(t *testing.T) {
+	cfg := config.Default()
+	cfg.WSPingInterval = 200 * time.Millisecond
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
+
+	silent, br, err := rawSubscribeReader(strings.TrimPrefix(s.url, "http://"), s.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	legacy, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/v1/graphql",
+		&websocket.DialOptions{Subprotocols: []string{"graphql-ws"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.CloseNow()
+	send := func(m string) {
+		if err := legacy.Write(ctx, websocket.MessageText, []byte(m)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"type":"connection_init","payload":{"Authorization":"Bearer ` + s.key + `"}}`)
+	send(`{"type":"start","id":"1","payload":{"query":"subscription { petAdded { pet { name } } }"}}`)
+	legacyMsgs := make(chan string, 100)
+	go func() { // reading answers the ping frames
+		defer close(legacyMsgs)
+		for {
+			_, b, err := legacy.Read(context.Background())
+			if err != nil {
+				legacyMsgs <- "closed: " + err.Error()
+				return
+			}
+			legacyMsgs <- string(b)
+		}
+	}()
+
+	start := time.Now()
+	_ = silent.SetReadDeadline(start.Add(5 * time.Second))
+	for {
+		if _, err := readFrame(br); err != nil {
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				t.Fatal("a peer that answers no ping is still open after 5 s; want closed after three pings")
+			}
+			break
+		}
+	}
+	if d := time.Since(start); d < 400*time.Millisecond {
+		t.Fatalf("a silent peer closed after %v; want after three pings of 200 ms", d)
+	}
+
+	deadline := time.After(2 * time.Second) // ten rounds of pings
+	pings := 0
+	for done := false; !done; {
+		select {
+		case <-deadline:
+			done = true
+		case m := <-legacyMsgs:
+			if strings.Contains(m, "closed") || strings.Contains(m, `"ping"`) {
+				t.Fatalf("graphql-ws client got %q; want only its keep-alives and events", m)
+			}
+			if strings.Contains(m, `"ka"`) {
+				pings++
+			}
+		}
+	}
+	if pings < 5 {
+		t.Fatalf("graphql-ws client got %d keep-alives in 2 s; want one every 200 ms", pings)
+	}
+	s.createPet(t, s.key, "Rex", "")
+	timeout := time.After(5 * time.Second)
+	for {
+		select {
+		case m := <-legacyMsgs:
+			if strings.Contains(m, "Rex") {
+				return
+			}
+		case <-timeout:
+			t.Fatal("graphql-ws client got no event for the pet")
+		}
+	}
+}

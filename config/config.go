@@ -15,6 +15,7 @@ import (
 	"petstore/clientaddr"
 	"petstore/graph"
 	"petstore/idempotency"
+	"petstore/live"
 	"petstore/ratelimit"
 	"petstore/secret"
 	"petstore/store"
@@ -37,6 +38,7 @@ type Config struct {
 	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
 	HeaderTimeout   time.Duration // how long a client may take to send the request headers
 	BodyTimeout     time.Duration // how long a client may take to send the whole request
+	WSPingInterval  time.Duration // how often every WebSocket is pinged; three without an answer close it
 	LogLevel        slog.Level    // debug, info, warn or error
 	CORSOrigins     []string      // browser origins allowed to call the API; none by default
 	TrustedProxies  []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
@@ -67,6 +69,7 @@ func Default() Config {
 		ShutdownTimeout: 20 * time.Second,
 		HeaderTimeout:   5 * time.Second,
 		BodyTimeout:     30 * time.Second,
+		WSPingInterval:  live.DefaultPingEvery,
 		LogLevel:        slog.LevelInfo,
 		IdempotencyTTL:  24 * time.Hour,
 		APQTTL:          24 * time.Hour,
@@ -96,6 +99,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "how long a client may take to send the request headers (slowloris bound)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
+	fs.DurationVar(&c.WSPingInterval, "ws-ping-interval", c.WSPingInterval, "how often every WebSocket is pinged; a peer that answers none of three is closed")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
 	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
@@ -187,8 +191,8 @@ func (c Config) Validate() error {
 	if c.DrainDelay < 0 {
 		return errors.New("PETSTORE_DRAIN_DELAY must not be negative")
 	}
-	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
-		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
+	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout, c.WSPingInterval) <= 0 {
+		return errors.New("every timeout, PETSTORE_KEY_CACHE_TTL and PETSTORE_WS_PING_INTERVAL must be positive")
 	}
 	if err := c.Idempotency().Validate(); err != nil {
 		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)

@@ -12,6 +12,10 @@ import (
 	"petstore/auth"
 )
 
+// DefaultPingEvery is how often every WebSocket gets a ping unless RegistryOptions.PingEvery
+// says otherwise: within the idle timeouts of common proxies and balancers (60 s and more).
+const DefaultPingEvery = 20 * time.Second
+
 // Close codes of a WebSocket the service closes. The 44xx ones are graphql-transport-ws's.
 const (
 	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
@@ -67,7 +71,7 @@ type RegistryOptions struct {
 	Charge func(ctx context.Context, p *auth.Principal) error
 	// RecheckEvery is how often the keys with connections are checked (default 2 s).
 	RecheckEvery time.Duration
-	// PingEvery is how often every WebSocket gets a ping (default 20 s); a peer that sent
+	// PingEvery is how often every WebSocket gets a ping (default DefaultPingEvery); a peer that sent
 	// nothing for three of them is closed.
 	PingEvery time.Duration
 	// WriteTimeout bounds each write to a subscriber (default 10 s): a peer that does not read
@@ -114,7 +118,7 @@ func NewRegistry(hub *Hub, opts RegistryOptions) *Registry {
 		opts.RecheckEvery = 2 * time.Second
 	}
 	if opts.PingEvery <= 0 {
-		opts.PingEvery = 20 * time.Second
+		opts.PingEvery = DefaultPingEvery
 	}
 	if opts.WriteTimeout <= 0 {
 		opts.WriteTimeout = 10 * time.Second

@@ -399,9 +399,29 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 // pingMessage is graphql-transport-ws's ping; clients answer pong.
 var pingMessage = json.RawMessage(`{"type":"ping"}`)
 
+// legacyProtocol is the older protocol gqlgen's transport also speaks (subscriptions-transport-ws),
+// whose clients answer nothing: they get its keep-alive, keepAliveMessage, and a WebSocket ping,
+// which their WebSocket answers with a pong.
+const legacyProtocol = "graphql-ws"
+
+var keepAliveMessage = json.RawMessage(`{"type":"ka"}`)
+
+// pingLegacy pings ws, a socket of legacyProtocol: a pong within WriteTimeout counts as the
+// peer's message.
+func (r *Registry) pingLegacy(ws *wsConn) {
+	if ws.WriteJSON(keepAliveMessage) != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.WriteTimeout)
+	defer cancel()
+	if ws.ws.Ping(ctx) == nil {
+		ws.lastRead.Store(time.Now().UnixNano())
+	}
+}
+
 // pingAll pings every authenticated WebSocket with no write under way (a ping would wait
-// behind it, and move its deadline), and closes those whose peer sent nothing for three
-// rounds.
+// behind it, and move its deadline), and closes those whose peer sent nothing (a legacy
+// client: answered no ping) for three rounds.
 func (r *Registry) pingAll() {
 	r.mu.Lock()
 	conns := make([]*wsConn, 0, len(r.ws))
@@ -426,7 +446,11 @@ func (r *Registry) pingAll() {
 			ws.mu.Lock()
 			closed := ws.writeClosed
 			ws.mu.Unlock()
-			if !closed && ws.writing.Load() == 0 {
+			switch {
+			case closed || ws.writing.Load() > 0:
+			case ws.Subprotocol() == legacyProtocol:
+				r.pingLegacy(ws)
+			default:
 				_ = ws.WriteJSON(pingMessage)
 			}
 		}()
