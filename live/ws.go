@@ -334,6 +334,7 @@ type wsConn struct {
 	conn     atomic.Pointer[Conn] // once authenticated
 	lastRead atomic.Int64         // Unix nanoseconds of the last message read
 	writing  atomic.Int32         // writes under way
+	ponging  atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
 
 	mu          sync.Mutex
 	code        int
@@ -407,16 +408,22 @@ const legacyProtocol = "graphql-ws"
 var keepAliveMessage = json.RawMessage(`{"type":"ka"}`)
 
 // pingLegacy pings ws, a socket of legacyProtocol: a pong within WriteTimeout counts as the
-// peer's message.
+// peer's message. The pong is waited for on a goroutine of its own, one per socket at most:
+// a peer that answers none would otherwise hold one of pingAll's goroutines for WriteTimeout
+// each round, and 16 of them a round long enough for the last answers of every other
+// subscriber to look three rounds old.
 func (r *Registry) pingLegacy(ws *wsConn) {
-	if ws.WriteJSON(keepAliveMessage) != nil {
+	if ws.WriteJSON(keepAliveMessage) != nil || !ws.ponging.CompareAndSwap(false, true) {
 		return
 	}
-	ctx, cancel := context.WithTimeout(r.ctx, r.opts.WriteTimeout)
-	defer cancel()
-	if ws.ws.Ping(ctx) == nil {
-		ws.lastRead.Store(time.Now().UnixNano())
-	}
+	go func() {
+		defer ws.ponging.Store(false)
+		ctx, cancel := context.WithTimeout(r.ctx, r.opts.WriteTimeout)
+		defer cancel()
+		if ws.ws.Ping(ctx) == nil {
+			ws.lastRead.Store(time.Now().UnixNano())
+		}
+	}()
 }
 
 // pingAll pings every authenticated WebSocket with no write under way (a ping would wait
