@@ -313,7 +313,6 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 		return nil, err
 	}
 	ws := &wsConn{coderConn: conn, net: dw.conn, reg: i.reg}
-	ws.lastRead.Store(time.Now().UnixNano())
 	st.ws = ws
 	i.reg.mu.Lock()
 	i.reg.ws[ws] = struct{}{}
@@ -329,12 +328,12 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 // wsConn is gqlgen's coder/websocket connection with deadlines and chosen close codes.
 type wsConn struct {
 	*coderConn
-	net      net.Conn
-	reg      *Registry
-	conn     atomic.Pointer[Conn] // once authenticated
-	lastRead atomic.Int64         // Unix nanoseconds of the last message read
-	writing  atomic.Int32         // writes under way
-	ponging  atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
+	net     net.Conn
+	reg     *Registry
+	conn    atomic.Pointer[Conn] // once authenticated
+	missed  atomic.Int32         // pings sent since the peer last sent something
+	writing atomic.Int32         // writes under way
+	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
 
 	mu          sync.Mutex
 	code        int
@@ -390,10 +389,10 @@ func (c *wsConn) WriteJSON(v any) error {
 	return err
 }
 
-// NextReader notes when the peer last sent something.
+// NextReader notes that the peer sent something.
 func (c *wsConn) NextReader() (int, io.Reader, error) {
 	t, r, err := c.coderConn.NextReader()
-	c.lastRead.Store(time.Now().UnixNano())
+	c.missed.Store(0)
 	return t, r, err
 }
 
@@ -410,8 +409,7 @@ var keepAliveMessage = json.RawMessage(`{"type":"ka"}`)
 // pingLegacy pings ws, a socket of legacyProtocol: a pong within WriteTimeout counts as the
 // peer's message. The pong is waited for on a goroutine of its own, one per socket at most:
 // a peer that answers none would otherwise hold one of pingAll's goroutines for WriteTimeout
-// each round, and 16 of them a round long enough for the last answers of every other
-// subscriber to look three rounds old.
+// each round.
 func (r *Registry) pingLegacy(ws *wsConn) {
 	if ws.WriteJSON(keepAliveMessage) != nil || !ws.ponging.CompareAndSwap(false, true) {
 		return
@@ -421,14 +419,15 @@ func (r *Registry) pingLegacy(ws *wsConn) {
 		ctx, cancel := context.WithTimeout(r.ctx, r.opts.WriteTimeout)
 		defer cancel()
 		if ws.ws.Ping(ctx) == nil {
-			ws.lastRead.Store(time.Now().UnixNano())
+			ws.missed.Store(0)
 		}
 	}()
 }
 
 // pingAll pings every authenticated WebSocket with no write under way (a ping would wait
-// behind it, and move its deadline), and closes those whose peer sent nothing (a legacy
-// client: answered no ping) for three rounds.
+// behind it, and move its deadline), and closes those whose peer answered none of the last
+// three pings: counted by socket, so that a round that takes long (sockets whose writes block)
+// makes no other peer look dead.
 func (r *Registry) pingAll() {
 	r.mu.Lock()
 	conns := make([]*wsConn, 0, len(r.ws))
@@ -438,11 +437,10 @@ func (r *Registry) pingAll() {
 		}
 	}
 	r.mu.Unlock()
-	dead := time.Now().Add(-3 * r.opts.PingEvery).UnixNano()
 	sem := make(chan struct{}, 16)
 	var wg sync.WaitGroup
 	for _, ws := range conns {
-		if ws.lastRead.Load() < dead {
+		if ws.missed.Load() >= 3 {
 			_ = ws.net.Close() // the read loop ends, and with it the connection
 			continue
 		}
@@ -456,8 +454,10 @@ func (r *Registry) pingAll() {
 			switch {
 			case closed || ws.writing.Load() > 0:
 			case ws.Subprotocol() == legacyProtocol:
+				ws.missed.Add(1)
 				r.pingLegacy(ws)
 			default:
+				ws.missed.Add(1)
 				_ = ws.WriteJSON(pingMessage)
 			}
 		}()
