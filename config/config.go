@@ -191,8 +191,11 @@ func (c Config) Validate() error {
 	if c.DrainDelay < 0 {
 		return errors.New("PETSTORE_DRAIN_DELAY must not be negative")
 	}
-	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout, c.WSPingInterval) <= 0 {
-		return errors.New("every timeout, PETSTORE_KEY_CACHE_TTL and PETSTORE_WS_PING_INTERVAL must be positive")
+	if min(c.ShutdownTimeout, c.KeyCacheTTL, c.DBTimeout, c.HeaderTimeout, c.BodyTimeout) <= 0 {
+		return errors.New("every timeout and PETSTORE_KEY_CACHE_TTL must be positive")
+	}
+	if c.WSPingInterval < time.Second { // shorter, pings would cost much and close slow peers
+		return fmt.Errorf("PETSTORE_WS_PING_INTERVAL must be at least 1s; got %v", c.WSPingInterval)
 	}
 	if err := c.Idempotency().Validate(); err != nil {
 		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)

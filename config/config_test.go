@@ -55,7 +55,7 @@ func TestInvalidSettings(t *testing.T) {
 	for _, env := range []map[string]string{
 		{"PETSTORE_ENV": "prod"}, {"PETSTORE_DB_MAX_OPEN": "0"}, {"PETSTORE_DB_MAX_OPEN": "many"},
 		{"PETSTORE_STAGING_URL": "https://staging.example.com/v2"}, {"PETSTORE_SHUTDOWN_TIMEOUT": "0s"},
-		{"PETSTORE_LOG_LEVEL": "loud"}, {"PETSTORE_DRAIN_DELAY": "-1s"},
+		{"PETSTORE_LOG_LEVEL": "loud"}, {"PETSTORE_DRAIN_DELAY": "-1s"}, {"PETSTORE_WS_PING_INTERVAL": "10ms"},
 		{"PETSTORE_IDEMPOTENCY_TTL": "1h"}, {"PETSTORE_ANON_PER_MINUTE": "0"},
 		{"PETSTORE_SUSPEND_BASE": "2h", "PETSTORE_SUSPEND_MAX": "1h"}, {"PETSTORE_TRUSTED_PROXIES": "10.0.0.0/33"},
 		{"PETSTORE_DB_REPLICAS": "mysql://r:@replica:3306/pets"}, // with the SQLite default
