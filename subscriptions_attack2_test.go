@@ -23,35 +23,7 @@ import (
 // rawLegacy opens a graphql-ws (legacy) WebSocket at addr with key and initialises it; the
 // caller answers no ping frame (it never writes a pong).
 func rawLegacy(addr, key string) (net.Conn, *bufio.Reader, error) {
-	c, err := net.Dial("tcp", addr)
-	if err != nil {
-		return nil, nil, err
-	}
-	fmt.Fprintf(c, "GET /v1/graphql HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
-		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
-		"Sec-WebSocket-Protocol: graphql-ws\r\n\r\n", addr)
-	br := bufio.NewReaderSize(c, 512)
-	status, err := br.ReadString('\n')
-	if err != nil || !strings.Contains(status, " 101 ") {
-		c.Close()
-		return nil, nil, fmt.Errorf("upgrade: %q %v", status, err)
-	}
-	for {
-		line, err := br.ReadString('\n')
-		if err != nil {
-			c.Close()
-			return nil, nil, err
-		}
-		if line == "\r\n" {
-			break
-		}
-	}
-	writeFrame(c, `{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`)
-	if msg, err := readFrame(br); err != nil || !strings.Contains(msg, "connection_ack") {
-		c.Close()
-		return nil, nil, fmt.Errorf("init: %q %v", msg, err)
-	}
-	return c, br, nil
+	return rawInit(addr, "graphql-ws", "", `{"type":"connection_init","payload":{"Authorization":"Bearer `+key+`"}}`)
 }
 
 // TestUnansweredLegacyPingsStarveKeepAlive: 16 graphql-ws sockets of one key that answer

@@ -80,13 +80,24 @@ func rawSubscribe(addr, key string) (net.Conn, error) {
 // rawSubscribeReader is rawSubscribe, and returns the connection's reader too, which has read
 // nothing after the acknowledgement.
 func rawSubscribeReader(addr, key string) (net.Conn, *bufio.Reader, error) {
+	c, br, err := rawInit(addr, "graphql-transport-ws", "Authorization: Bearer "+key+"\r\n", `{"type":"connection_init"}`)
+	if err != nil {
+		return nil, nil, err
+	}
+	writeFrame(c, `{"type":"subscribe","id":"1","payload":`+latencyQuery+`}`)
+	return c, br, nil
+}
+
+// rawInit opens a WebSocket of protocol at addr with the header lines extra (each ending in
+// CRLF), sends init and waits for connection_ack; it answers nothing after that.
+func rawInit(addr, protocol, extra, init string) (net.Conn, *bufio.Reader, error) {
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}
 	fmt.Fprintf(c, "GET /v1/graphql HTTP/1.1\r\nHost: %s\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"+
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n"+
-		"Sec-WebSocket-Protocol: graphql-transport-ws\r\nAuthorization: Bearer %s\r\n\r\n", addr, key)
+		"Sec-WebSocket-Protocol: %s\r\n%s\r\n", addr, protocol, extra)
 	br := bufio.NewReaderSize(c, 512)
 	status, err := br.ReadString('\n')
 	if err != nil || !strings.Contains(status, " 101 ") {
@@ -103,12 +114,11 @@ func rawSubscribeReader(addr, key string) (net.Conn, *bufio.Reader, error) {
 			break
 		}
 	}
-	writeFrame(c, `{"type":"connection_init"}`)
+	writeFrame(c, init)
 	if msg, err := readFrame(br); err != nil || !strings.Contains(msg, "connection_ack") {
 		c.Close()
 		return nil, nil, fmt.Errorf("init: %q %v", msg, err)
 	}
-	writeFrame(c, `{"type":"subscribe","id":"1","payload":`+latencyQuery+`}`)
 	return c, br, nil
 }
 
