@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"petstore/apierr"
@@ -143,6 +144,9 @@ type Conn struct {
 	principal *auth.Principal
 	held      bool   // an SSE stream, which holds its subscription slot from open to close
 	release   func() // lets the connection's lease go (RegistryOptions.Leases); nil without
+	// writeDeadline sets the write deadline of the connection, once the transport has it
+	// (setWriteDeadline).
+	writeDeadline atomic.Pointer[func(time.Time) error]
 
 	mu     sync.Mutex
 	reason string
@@ -340,8 +344,15 @@ func (c *Conn) Cut(code int, reason string) {
 	c.code, c.reason = code, reason
 	c.mu.Unlock()
 	c.reg.hub.metrics.cutOff.WithLabelValues(cutLabel(code)).Inc()
+	if f := c.writeDeadline.Load(); f != nil && code == CloseSlow {
+		_ = (*f)(time.Now()) // it reads nothing: a write under way fails now, not at its deadline
+	}
 	c.cut(code, reason)
 }
+
+// setWriteDeadline gives c the write deadline of its connection, which a cut-off as too slow
+// expires, so that the connection and its slot go at once.
+func (c *Conn) setWriteDeadline(f func(time.Time) error) { c.writeDeadline.Store(&f) }
 
 // writeFailed is told of every failed write to c's peer. A write that timed out (the peer
 // took nothing for RegistryOptions.WriteTimeout) cuts c off as too slow, as the Hub does a

@@ -11,7 +11,6 @@ import (
 	"net/http"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gin-gonic/gin"
@@ -50,13 +49,7 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 			return // auth.Require answers
 		}
 		ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request.Context()))
-		var expire atomic.Pointer[func()] // fails the write under way, once the connection is known
-		conn, err := r.open(c.Request.Context(), p, func(code int, _ string) {
-			if f := expire.Load(); f != nil && code == CloseSlow { // it reads nothing
-				(*f)()
-			}
-			cancel()
-		}, true)
+		conn, err := r.open(c.Request.Context(), p, func(int, string) { cancel() }, true)
 		if err == nil && !r.track() {
 			r.close(conn)
 			err = errShuttingDown
@@ -77,7 +70,7 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 		req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		if err == nil && req.ProtoAtLeast(1, 1) { // HTTP/1.0 has no chunked bodies
 			if nc, _, err := http.NewResponseController(c.Writer).Hijack(); err == nil {
-				expire.Store(new(func() { _ = nc.SetWriteDeadline(time.Now()) }))
+				conn.setWriteDeadline(nc.SetWriteDeadline)
 				r.streams.Add(1)
 				go r.detach(nc, c.Writer.Header().Clone(), h, req, conn, cancel)
 				return
@@ -89,7 +82,7 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 		defer r.close(conn)
 		rc := http.NewResponseController(c.Writer)
 		_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
-		expire.Store(new(func() { _ = rc.SetWriteDeadline(time.Now()) }))
+		conn.setWriteDeadline(rc.SetWriteDeadline)
 		h.ServeHTTP(&sseWriter{ResponseWriter: c.Writer, deadline: rc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
 	}
 }

@@ -251,9 +251,6 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
 	c, err := r.open(ctx, p, func(code int, reason string) {
-		if code == CloseSlow { // it reads nothing: a write under way fails now, not at its deadline
-			_ = ws.net.SetWriteDeadline(time.Now())
-		}
 		ws.closeWith(code, reason)
 		cancel()
 	}, false)
@@ -266,6 +263,7 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	}
 	c.ws = true
 	c.principal = p
+	c.setWriteDeadline(ws.net.SetWriteDeadline)
 	ws.conn.Store(c)
 	r.releasePending(st)
 	context.AfterFunc(ctx, func() { r.close(c) })
@@ -451,13 +449,13 @@ func (r *Registry) pingAll() {
 			ws.mu.Lock()
 			closed := ws.writeClosed
 			ws.mu.Unlock()
-			switch {
-			case closed || ws.writing.Load() > 0:
-			case ws.Subprotocol() == legacyProtocol:
-				ws.missed.Add(1)
+			if closed || ws.writing.Load() > 0 {
+				return
+			}
+			ws.missed.Add(1)
+			if ws.Subprotocol() == legacyProtocol {
 				r.pingLegacy(ws)
-			default:
-				ws.missed.Add(1)
+			} else {
 				_ = ws.WriteJSON(pingMessage)
 			}
 		}()
