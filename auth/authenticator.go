@@ -58,8 +58,9 @@ type Authenticator struct {
 	unknown    map[string]cacheEntry // keys unknown or revoked at their last lookup, by key hash
 	maxUnknown int                   // bound of unknown: maxUnknownEntries
 	flight     singleflight.Group
-	stale      time.Duration // StaleIfError
-	downUntil  atomic.Int64  // Unix nanoseconds before which the key table is not read: a read failed
+	reading    map[string]int // lookups under way, by key hash: another joins them at no cost
+	stale      time.Duration  // StaleIfError
+	downUntil  atomic.Int64   // Unix nanoseconds before which the key table is not read: a read failed
 }
 
 type cacheEntry struct {
@@ -78,7 +79,7 @@ func NewAuthenticator(db *gorm.DB, prefix string, ttl, queryTimeout time.Duratio
 		queryTimeout = store.DefaultTimeout
 	}
 	return &Authenticator{db: db, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
-		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries,
+		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, reading: map[string]int{}, maxUnknown: maxUnknownEntries,
 		stale: StaleIfError}
 }
 
@@ -89,6 +90,23 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Princ
 	hash, p, err := a.cached(header)
 	if hash == "" {
 		return p, err
+	}
+	return a.lookup(ctx, hash)
+}
+
+// Resolve is Authenticate for a request outside the HTTP chain (a WebSocket's
+// connection_init), with the chain's guard: beforeRead, when not nil, is called before the key
+// table is read for a key this server has not found valid (a possible guess), and its error is
+// returned instead of reading. Identify, Gate and Lookup do the same for an HTTP request.
+func (a *Authenticator) Resolve(ctx context.Context, header string, beforeRead func(context.Context) error) (*Principal, error) {
+	hash, p, err := a.cached(header)
+	if hash == "" {
+		return p, err
+	}
+	if beforeRead != nil && !a.knownValid(hash) && !a.underWay(hash) {
+		if err := beforeRead(ctx); err != nil {
+			return nil, err
+		}
 	}
 	return a.lookup(ctx, hash)
 }
@@ -127,6 +145,15 @@ func (a *Authenticator) knownValid(hash string) bool {
 	return ok
 }
 
+// underWay reports whether a lookup of the key with hash is under way: a request for the same
+// key waits for its answer, and costs no read of its own.
+func (a *Authenticator) underWay(hash string) bool {
+	a.mu.RLock()
+	n := a.reading[hash]
+	a.mu.RUnlock()
+	return n > 0
+}
+
 // lookup reads the key with hash from the key table, once for every caller waiting on it, and
 // caches the answer. When the table cannot be read (or could not within the last downFor),
 // a lookup cached less than StaleIfError ago answers instead; else the key is unchecked: an
@@ -136,11 +163,19 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, er
 	err := errDown
 	if now.UnixNano() >= a.downUntil.Load() {
 		var v any
+		a.mu.Lock()
+		a.reading[hash]++
+		a.mu.Unlock()
 		v, err, _ = a.flight.Do(hash, func() (any, error) {
 			// Shared by every caller waiting on this key: not cancelled with the first one.
 			// Each read of the table has its own timeout (take).
 			return a.load(context.WithoutCancel(ctx), hash, now)
 		})
+		a.mu.Lock()
+		if a.reading[hash]--; a.reading[hash] == 0 {
+			delete(a.reading, hash)
+		}
+		a.mu.Unlock()
 		if err == nil {
 			return v.(cacheEntry).answer()
 		}

@@ -28,6 +28,13 @@ type Config struct {
 	SuspendMax    time.Duration
 	SuspendMemory time.Duration
 
+	// OverBudgetKeyReads is how many key-table reads a second (and at once) this instance
+	// makes for keys sent from client addresses over their anonymous budget or suspended: such a
+	// request is refused before the read only once these are spent, so that an address that
+	// others behind the same NAT exhausted never locks out a valid key this instance has not
+	// cached yet (after a restart, say), while guesses from such addresses cost at most this
+	// many reads a second. 0: none (every such request is refused before the read). Default: 100.
+	OverBudgetKeyReads int
 	// FailOpen admits requests uncounted when the store fails; false answers 503 unavailable
 	// instead. Default: true.
 	FailOpen bool
@@ -61,6 +68,7 @@ func DefaultConfig() Config {
 		SuspendBase:        5 * time.Minute,
 		SuspendMax:         time.Hour,
 		SuspendMemory:      24 * time.Hour,
+		OverBudgetKeyReads: 100,
 		FailOpen:           true,
 		RedisKeyPrefix:     "rl:",
 	}
@@ -75,6 +83,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("AnonymousPerMinute must be at least 1; got %d", c.AnonymousPerMinute)
 	case c.AnonymousPerDay < 1:
 		return fmt.Errorf("AnonymousPerDay must be at least 1; got %d", c.AnonymousPerDay)
+	case c.OverBudgetKeyReads < 0:
+		return fmt.Errorf("OverBudgetKeyReads must be 0 (none) or more; got %d", c.OverBudgetKeyReads)
 	case c.SuspendAfter < 0:
 		return fmt.Errorf("SuspendAfter must be 0 (off) or more; got %d", c.SuspendAfter)
 	case strings.ContainsAny(c.RedisKeyPrefix, "{}"):

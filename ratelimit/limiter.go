@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/gin-gonic/gin"
+	"golang.org/x/time/rate"
 
 	"petstore/apierr"
 	"petstore/auth"
@@ -28,6 +29,8 @@ type Limiter struct {
 	failOpen bool
 	log      *slog.Logger
 	observe  func(Outcome, string) // Config.OnDecision; nil for none
+	// overBudget allows the key-table reads of Config.OverBudgetKeyReads; nil for none.
+	overBudget *rate.Limiter
 
 	storeErrors atomic.Uint64
 	degraded    atomic.Bool  // a store failure has not been followed by a success yet
@@ -48,14 +51,18 @@ func New(cfg Config, store Counters) (*Limiter, error) {
 		log = slog.Default()
 	}
 	s := cfg.suspension()
-	return &Limiter{
+	l := &Limiter{
 		store:    store,
 		anon:     Policy{PerMinute: cfg.AnonymousPerMinute, PerDay: cfg.AnonymousPerDay, Suspension: s},
 		suspend:  s,
 		failOpen: cfg.FailOpen,
 		log:      log,
 		observe:  cfg.OnDecision,
-	}, nil
+	}
+	if n := cfg.OverBudgetKeyReads; n > 0 {
+		l.overBudget = rate.NewLimiter(rate.Limit(n), n)
+	}
+	return l, nil
 }
 
 // Middleware is the gin.HandlerFunc of the limiter, to be placed after the middleware that
@@ -73,6 +80,10 @@ func (l *Limiter) Middleware(c *gin.Context) {
 		return
 	}
 	subj, p := l.subject(r)
+	if v, ok := c.Get(refusedKey); ok && subj.KeyID == 0 {
+		l.reject(c, subj, v.(Decision)) // the gate counted it; its key was no valid one
+		return
+	}
 	d, err := l.store.Take(r.Context(), subj, p)
 	if err != nil {
 		l.storeFailed(c, p, err)
@@ -93,28 +104,50 @@ func (l *Limiter) Middleware(c *gin.Context) {
 // Gate is the gin.HandlerFunc that guards the key table, to be placed between auth.Identify
 // and auth.Lookup. For a request whose key must be read from the table (auth.Pending), it
 // checks without charging that the client address has room in its anonymous budget and is not
-// suspended; if not, it answers the 429 the address gets (its headers, Retry-After, and a
+// suspended. If not, the key is still read while Config.OverBudgetKeyReads allows (a valid
+// key is then charged to its own budget, whatever its address's; any other gets the address's
+// 429), else the request gets the address's 429 at once (its headers, Retry-After, and a
 // rejection counted toward its suspension as Middleware counts one), and the key is never
-// read. Other requests pass untouched. Middleware then charges the key when it is valid, the
-// address otherwise. A store failure fails closed here, as Middleware would (503, before the
-// read), or lets the request on when the limiter fails open.
+// read. Other requests pass untouched. A store failure fails closed here, as Middleware would
+// (503, before the read), or lets the request on when the limiter fails open.
 func (l *Limiter) Gate(c *gin.Context) {
 	if !auth.Pending(c) {
 		return
 	}
 	r := c.Request
 	subj := AddrSubject(clientaddr.From(r))
-	d, err := l.store.Check(r.Context(), subj, l.anon)
-	if err != nil && !l.failOpen {
+	d, readAnyway, err := l.gate(r.Context(), subj)
+	switch {
+	case err != nil && !l.failOpen:
 		l.storeFailed(c, l.anon, err)
+	case err != nil || d.Outcome == Allowed:
+	case readAnyway:
+		c.Set(refusedKey, d)
+	default:
+		l.reject(c, subj, d)
 	}
-	if err != nil || d.Outcome == Allowed {
-		return
+}
+
+// refusedKey is the gin context key under which Gate leaves the refusal of an address whose
+// key it let through to the key table.
+const refusedKey = "ratelimit.refused"
+
+// gate checks, without charging, the room of the address subj before a key it sent is read
+// from the key table; for an address with none, readAnyway reports whether the read may go on
+// (Config.OverBudgetKeyReads). A refusal is counted toward the address's suspension; a store
+// failure is returned for the caller's policy, not noted.
+func (l *Limiter) gate(ctx context.Context, subj Subject) (d Decision, readAnyway bool, err error) {
+	d, err = l.store.Check(ctx, subj, l.anon)
+	if err != nil {
+		return d, false, err
+	}
+	if d.Outcome == Allowed {
+		return d, false, nil
 	}
 	if l.observe != nil {
 		l.observe(d.Outcome, AnonymousPlan)
 	}
-	l.reject(c, subj, d)
+	return d, l.overBudget != nil && l.overBudget.Allow(), nil
 }
 
 // unchecked answers 503 to a request whose key could not be checked, charging nothing and
@@ -188,9 +221,13 @@ func (l *Limiter) storeFailed(c *gin.Context, p Policy, err error) {
 		return
 	}
 	c.Header("Retry-After", "1")
-	apierr.Write(c.Writer, c.Request, &apierr.Error{Code: apierr.Unavailable,
-		Message: "rate limiting is temporarily unavailable; retry in a second", Err: err})
+	apierr.Write(c.Writer, c.Request, unavailable(err))
 	c.Abort()
+}
+
+// unavailable returns the error of a request the store could not decide on, failing closed.
+func unavailable(err error) *apierr.Error {
+	return &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
 }
 
 // noteFailure counts a store failure and logs it, at most once per failureLogEvery.
@@ -226,7 +263,7 @@ func (l *Limiter) Charge(ctx context.Context, p *auth.Principal) error {
 		if l.failOpen {
 			return nil
 		}
-		return &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
+		return unavailable(err)
 	}
 	l.storeAnswered(ctx)
 	if l.observe != nil {
@@ -255,7 +292,7 @@ func (l *Limiter) Suspended(ctx context.Context, ids []int64) (map[int64]bool, e
 		if l.failOpen {
 			return nil, nil
 		}
-		return nil, &apierr.Error{Code: apierr.Unavailable, Message: "rate limiting is temporarily unavailable; retry in a second", Err: err}
+		return nil, unavailable(err)
 	}
 	l.storeAnswered(ctx)
 	out := map[int64]bool{}
