@@ -31,6 +31,7 @@ import (
 	"petstore/graph"
 	"petstore/idempotency"
 	"petstore/internal/heapfloor"
+	"petstore/live"
 	"petstore/observe"
 	"petstore/playground"
 	"petstore/ratelimit"
@@ -493,7 +494,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	resolver := graph.NewResolver(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
-	subs, err := newLive(db, rdb, cfg.RateLimit, cfg.WSPingInterval, resolver, authn, limiter, metrics, &gqlOpts)
+	subs, err := newLive(db, rdb, cfg, resolver, authn, limiter, metrics, &gqlOpts)
 	if err != nil {
 		return rest.Deps{}, err
 	}
@@ -514,6 +515,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		Metrics:    metrics,
 		Ready:      db.Ready,
 		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
+		Keyless:    live.KeylessUpgrade(rest.AllowsOrigin(cfg.CORSOrigins)),
 		Stream:     subs.Stream(gql),
 		Shutdown:   subs.Shutdown,
 	}, nil

@@ -1,11 +1,13 @@
 package main
 
 import (
-	"time"
+	"context"
 
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
+	"petstore/clientaddr"
+	"petstore/config"
 	"petstore/graph"
 	"petstore/live"
 	"petstore/observe"
@@ -21,22 +23,25 @@ const liveChannel = "live:pets-added"
 // middleware: a Hub fed by the resolver's writes, fanned out through rdb when it is not nil
 // (on the channel liveChannel after rl's key prefix), and the Registry of its connections,
 // authenticated by authn and charged by limiter, whose caps hold on every instance sharing rdb
-// (leases under rl's key prefix, with rl's failure policy), its WebSockets pinged every
-// pingEvery. It returns the Registry, whose
-// Shutdown closes every subscriber.
-func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, pingEvery time.Duration, resolver *graph.Resolver,
+// (leases under the rate limiter's key prefix, with its failure policy), its WebSockets pinged
+// and their pending sockets capped as cfg says. It returns the Registry, whose Shutdown closes
+// every subscriber.
+func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, resolver *graph.Resolver,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics, gqlOpts *graph.Options) (*live.Registry, error) {
 	lm := live.NewMetrics()
 	if err := metrics.Register(lm.Collectors()...); err != nil {
 		return nil, err
 	}
+	rl := cfg.RateLimit
+	caps := live.DefaultCaps()
+	caps.PendingPerAddr = cfg.WSPendingPerAddr
 	hubOpts := live.HubOptions{Read: resolver.PetsAfter, LastID: resolver.LastPetID, Metrics: lm}
 	regOpts := live.RegistryOptions{
-		Caps:      live.DefaultCaps(),
+		Caps:      caps,
 		Check:     live.KeyCheck(db.DB, limiter.Suspended),
 		Charge:    limiter.Charge,
 		FailOpen:  rl.FailOpen,
-		PingEvery: pingEvery,
+		PingEvery: cfg.WSPingInterval,
 	}
 	if rdb != nil {
 		hubOpts.Bus = live.NewRedisBus(rdb, rl.RedisKeyPrefix+liveChannel)
@@ -46,7 +51,10 @@ func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, pingE
 	reg := live.NewRegistry(hub, regOpts)
 	resolver.Live = reg
 	resolver.Published = hub.Publish
-	ws := reg.Websocket(authn.Authenticate)
+	ws := reg.Websocket(func(ctx context.Context, header string) (*auth.Principal, error) {
+		addr, _ := clientaddr.FromContext(ctx) // the upgrade's
+		return limiter.Authenticate(ctx, addr, header, authn.Resolve)
+	})
 	gqlOpts.Websocket = &ws
 	gqlOpts.SSE = true
 	gqlOpts.Gate = reg.Gate

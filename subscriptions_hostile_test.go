@@ -104,26 +104,6 @@ func TestWebSocketRefusals(t *testing.T) {
 			t.Fatalf("got %+v; want the pets", m)
 		}
 	})
-	t.Run("pending connections per address", func(t *testing.T) {
-		// A server of its own: the sockets of the subtests before, not initialised or being
-		// closed, would count against the address until the server has let them go.
-		s := newLiveServer(t, db, nil, cfg, "business")
-		var open []*wsClient
-		for range live.DefaultCaps().PendingPerAddr {
-			w, err := s.dial(t, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			open = append(open, w)
-		}
-		w, err := s.dial(t, nil)
-		if err == nil || w.resp == nil || w.resp.StatusCode != http.StatusTooManyRequests {
-			t.Fatalf("one more: %v %v; want 429", err, w.resp)
-		}
-		for _, w := range open {
-			_ = w.c.CloseNow()
-		}
-	})
 }
 
 // TestSubscriptionCaps: a free key holds at most 2 subscriptions at once, on WebSocket and

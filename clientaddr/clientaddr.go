@@ -85,6 +85,15 @@ func From(r *http.Request) netip.Addr {
 	return parseHost(r.RemoteAddr)
 }
 
+// FromContext returns the client address Middleware kept in ctx (a request's context, or one
+// derived from it), and false when it did not run.
+func FromContext(ctx context.Context) (netip.Addr, bool) {
+	if c, ok := ctx.Value(ctxKey{}).(*addrContext); ok {
+		return c.addr, true
+	}
+	return netip.Addr{}, false
+}
+
 // Of returns the client address of r as the package doc describes.
 func (ps Proxies) Of(r *http.Request) netip.Addr {
 	peer := parseHost(r.RemoteAddr)

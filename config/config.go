@@ -23,30 +23,31 @@ import (
 
 // Config is every setting of the service.
 type Config struct {
-	Addr            string        // listen address
-	DebugAddr       string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
-	DB              string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
-	Replicas        []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
-	RedisURL        string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
-	Env             string        // development, staging or production
-	PublicURL       string        // production base address, ending in /v1
-	StagingURL      string        // staging base address, ending in /v1
-	Pool            store.Pool    // MySQL connection pool
-	DBTimeout       time.Duration // how long one database statement may take before the request fails with 503
-	KeyCacheTTL     time.Duration // how long a key lookup is trusted: the bound on revocation
-	DrainDelay      time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
-	ShutdownTimeout time.Duration // how long SIGTERM waits for in-flight requests
-	HeaderTimeout   time.Duration // how long a client may take to send the request headers
-	BodyTimeout     time.Duration // how long a client may take to send the whole request
-	WSPingInterval  time.Duration // how often every WebSocket is pinged; three without an answer close it
-	LogLevel        slog.Level    // debug, info, warn or error
-	CORSOrigins     []string      // browser origins allowed to call the API; none by default
-	TrustedProxies  []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
-	IdempotencyTTL  time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
-	APQTTL          time.Duration // how long a persisted GraphQL query stays in Redis after its last use
-	GraphQL         graph.Options
-	RateLimit       ratelimit.Config
-	Tracing         bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
+	Addr             string        // listen address
+	DebugAddr        string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
+	DB               string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	Replicas         []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
+	RedisURL         string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
+	Env              string        // development, staging or production
+	PublicURL        string        // production base address, ending in /v1
+	StagingURL       string        // staging base address, ending in /v1
+	Pool             store.Pool    // MySQL connection pool
+	DBTimeout        time.Duration // how long one database statement may take before the request fails with 503
+	KeyCacheTTL      time.Duration // how long a key lookup is trusted: the bound on revocation
+	DrainDelay       time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
+	ShutdownTimeout  time.Duration // how long SIGTERM waits for in-flight requests
+	HeaderTimeout    time.Duration // how long a client may take to send the request headers
+	BodyTimeout      time.Duration // how long a client may take to send the whole request
+	WSPingInterval   time.Duration // how often every WebSocket is pinged; three without an answer close it
+	WSPendingPerAddr int           // WebSockets without a valid key in their upgrade that one client address may hold before connection_init
+	LogLevel         slog.Level    // debug, info, warn or error
+	CORSOrigins      []string      // browser origins allowed to call the API; none by default
+	TrustedProxies   []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
+	IdempotencyTTL   time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
+	APQTTL           time.Duration // how long a persisted GraphQL query stays in Redis after its last use
+	GraphQL          graph.Options
+	RateLimit        ratelimit.Config
+	Tracing          bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
 
 // DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
@@ -57,24 +58,25 @@ const DefaultDrainDelay = 5 * time.Second
 // Default returns the settings used where neither a variable nor a flag says otherwise.
 func Default() Config {
 	return Config{
-		Addr:            ":8080",
-		DB:              "sqlite:petstore.db",
-		Env:             "development",
-		PublicURL:       "https://api.petstore.example/v1",
-		StagingURL:      "https://staging.api.petstore.example/v1",
-		Pool:            store.DefaultPool,
-		DBTimeout:       store.DefaultTimeout,
-		KeyCacheTTL:     auth.DefaultCacheTTL,
-		DrainDelay:      DefaultDrainDelay,
-		ShutdownTimeout: 20 * time.Second,
-		HeaderTimeout:   5 * time.Second,
-		BodyTimeout:     30 * time.Second,
-		WSPingInterval:  live.DefaultPingEvery,
-		LogLevel:        slog.LevelInfo,
-		IdempotencyTTL:  24 * time.Hour,
-		APQTTL:          24 * time.Hour,
-		GraphQL:         graph.DefaultOptions(),
-		RateLimit:       ratelimit.DefaultConfig(),
+		Addr:             ":8080",
+		DB:               "sqlite:petstore.db",
+		Env:              "development",
+		PublicURL:        "https://api.petstore.example/v1",
+		StagingURL:       "https://staging.api.petstore.example/v1",
+		Pool:             store.DefaultPool,
+		DBTimeout:        store.DefaultTimeout,
+		KeyCacheTTL:      auth.DefaultCacheTTL,
+		DrainDelay:       DefaultDrainDelay,
+		ShutdownTimeout:  20 * time.Second,
+		HeaderTimeout:    5 * time.Second,
+		BodyTimeout:      30 * time.Second,
+		WSPingInterval:   live.DefaultPingEvery,
+		WSPendingPerAddr: live.DefaultPendingPerAddr,
+		LogLevel:         slog.LevelInfo,
+		IdempotencyTTL:   24 * time.Hour,
+		APQTTL:           24 * time.Hour,
+		GraphQL:          graph.DefaultOptions(),
+		RateLimit:        ratelimit.DefaultConfig(),
 	}
 }
 
@@ -100,6 +102,7 @@ func (c *Config) Register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.HeaderTimeout, "header-timeout", c.HeaderTimeout, "how long a client may take to send the request headers (slowloris bound)")
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
 	fs.DurationVar(&c.WSPingInterval, "ws-ping-interval", c.WSPingInterval, "how often every WebSocket is pinged; a peer that answers none of three is closed")
+	fs.IntVar(&c.WSPendingPerAddr, "ws-pending-per-addr", c.WSPendingPerAddr, "most WebSockets one client address (an IPv6 /64) may hold before their connection_init names a key; size it for the browser tabs behind your clients' largest NAT")
 	fs.TextVar(&c.LogLevel, "log-level", c.LogLevel, "debug, info, warn or error")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
 	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
@@ -196,6 +199,9 @@ func (c Config) Validate() error {
 	}
 	if c.WSPingInterval < time.Second { // shorter, pings would cost much and close slow peers
 		return fmt.Errorf("PETSTORE_WS_PING_INTERVAL must be at least 1s; got %v", c.WSPingInterval)
+	}
+	if c.WSPendingPerAddr < 1 {
+		return fmt.Errorf("PETSTORE_WS_PENDING_PER_ADDR must be at least 1; got %d", c.WSPendingPerAddr)
 	}
 	if err := c.Idempotency().Validate(); err != nil {
 		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)

@@ -38,16 +38,22 @@ type Caps struct {
 	PerPlan map[string]int
 	// Enterprise is the cap of enterprise keys (default 1,000).
 	Enterprise int
-	// PendingPerAddr is the most WebSocket connections one client address may hold before
-	// they are authenticated (default 8).
+	// PendingPerAddr is the most WebSocket connections without a valid key in their upgrade
+	// that one client address may hold before connection_init authenticates them (default
+	// DefaultPendingPerAddr). Every browser tab behind one NAT shares it as it reconnects.
 	PendingPerAddr int
 }
 
+// DefaultPendingPerAddr is the default of Caps.PendingPerAddr: room for a thousand browser
+// tabs behind one NAT reconnecting at once after a restart. Each such socket lives at most
+// InitTimeout without a key.
+const DefaultPendingPerAddr = 1024
+
 // DefaultCaps returns the documented caps: free 2, pro 20, business 200, enterprise 1,000;
-// 8 unauthenticated WebSocket connections per client address.
+// DefaultPendingPerAddr WebSocket connections not yet initialised per client address.
 func DefaultCaps() Caps {
 	return Caps{PerPlan: map[string]int{auth.Free.Name: 2, auth.Pro.Name: 20, auth.Business.Name: 200},
-		Enterprise: 1000, PendingPerAddr: 8}
+		Enterprise: 1000, PendingPerAddr: DefaultPendingPerAddr}
 }
 
 // capOf returns the cap of plan.

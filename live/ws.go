@@ -60,41 +60,34 @@ type wsState struct {
 type wsStateKey struct{}
 
 // Upgrade returns the handler of a WebSocket upgrade of /v1/graphql, placed after the
-// identify chain (which charges the upgrade as one request) instead of auth.Require: the key
-// may come in connection_init. It refuses an Origin that is neither the request's own host
-// nor allowed (by the CORS allow-list: rest.AllowsOrigin) with 400, and a client address
-// holding Caps.PendingPerAddr connections not yet authenticated with 429; clientAddr names
-// the address; a request that is not a WebSocket handshake gets 400. Otherwise it hands the connection to h (the GraphQL handler, whose Websocket
-// transport accepts it) on a goroutine of its own and returns: net/http's goroutine, its
-// buffers and the middleware's frames are freed, and the socket costs what the transport
-// keeps.
+// identify chain instead of auth.Require: the key may come in connection_init. An upgrade
+// whose Authorization header carries a valid key was charged to it by the chain; one without
+// that header is charged to nobody here (see KeylessUpgrade), but to its key at
+// connection_init. It refuses an Origin that is neither the request's own host nor allowed (by
+// the CORS allow-list: rest.AllowsOrigin) with 400, a request that is not a WebSocket
+// handshake with 400, and, for an upgrade without a valid key, a client address (clientAddr
+// names it) holding Caps.PendingPerAddr connections not yet initialised with 429. Otherwise
+// it hands the connection to h (the GraphQL handler, whose Websocket transport accepts it) on
+// a goroutine of its own and returns: net/http's goroutine, its buffers and the middleware's
+// frames are freed, and the socket costs what the transport keeps.
 func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		req := c.Request
-		if req.Header.Get("Sec-WebSocket-Key") == "" || req.Header.Get("Sec-WebSocket-Version") != "13" ||
-			!strings.Contains(strings.ToLower(req.Header.Get("Connection")), "upgrade") {
-			apierr.Write(c.Writer, req, apierr.Invalid("a WebSocket upgrade needs Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13"))
+		if err := Handshake(req, allowed); err != nil {
+			apierr.Write(c.Writer, req, err)
 			c.Abort()
 			return
 		}
-		if !originAllowed(req, allowed) {
-			apierr.Write(c.Writer, req, apierr.Invalid("the Origin %q may not open a WebSocket here (not in the allowed origins)", req.Header.Get("Origin")))
-			c.Abort()
-			return
-		}
-		addr := clientAddr(req)
-		r.mu.Lock()
-		full := r.pending[addr] >= r.opts.Caps.PendingPerAddr
-		if !full {
-			r.pending[addr]++
-		}
-		r.mu.Unlock()
-		if full {
-			c.Header("Retry-After", "5")
-			apierr.Write(c.Writer, req, apierr.New(apierr.RateLimited,
-				"this client address holds %d WebSocket connections not yet initialised, the most allowed", r.opts.Caps.PendingPerAddr))
-			c.Abort()
-			return
+		addr := ""
+		if auth.FromContext(req.Context()) == nil {
+			addr = clientAddr(req)
+			if !r.takePending(addr) {
+				c.Header("Retry-After", "5")
+				apierr.Write(c.Writer, req, apierr.New(apierr.RateLimited,
+					"this client address holds %d WebSocket connections not yet initialised, the most allowed", r.opts.Caps.PendingPerAddr))
+				c.Abort()
+				return
+			}
 		}
 		st := &wsState{reg: r, authorization: req.Header.Get("Authorization"), addr: addr}
 		conn, brw, err := http.NewResponseController(c.Writer).Hijack()
@@ -118,6 +111,44 @@ func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*ht
 			}
 		}()
 	}
+}
+
+// Handshake returns the 400 of a request that is not a WebSocket handshake the service
+// accepts: Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13, and an Origin
+// that is none, the request's own host, or one that allowed allows; nil for one it accepts.
+func Handshake(req *http.Request, allowed func(*http.Request) bool) *apierr.Error {
+	if req.Header.Get("Sec-WebSocket-Key") == "" || req.Header.Get("Sec-WebSocket-Version") != "13" ||
+		!strings.Contains(strings.ToLower(req.Header.Get("Connection")), "upgrade") {
+		return apierr.Invalid("a WebSocket upgrade needs Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13")
+	}
+	if !originAllowed(req, allowed) {
+		return apierr.Invalid("the Origin %q may not open a WebSocket here (not in the allowed origins)", req.Header.Get("Origin"))
+	}
+	return nil
+}
+
+// KeylessUpgrade reports whether req is a WebSocket handshake that Upgrade accepts and that
+// carries no Authorization header: the router charges it to nobody (its client address
+// included), since a browser cannot set that header and sends its key in connection_init,
+// where the socket is charged to the key. Caps.PendingPerAddr bounds such sockets per address
+// and InitTimeout their life without a key.
+func KeylessUpgrade(allowed func(*http.Request) bool) func(*http.Request) bool {
+	return func(req *http.Request) bool {
+		return req.Header.Get("Authorization") == "" && strings.EqualFold(req.Header.Get("Upgrade"), "websocket") &&
+			Handshake(req, allowed) == nil
+	}
+}
+
+// takePending takes one of addr's slots of sockets not yet initialised, and reports whether
+// one was free.
+func (r *Registry) takePending(addr string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.pending[addr] >= r.opts.Caps.PendingPerAddr {
+		return false
+	}
+	r.pending[addr]++
+	return true
 }
 
 // smallBuffers returns the buffers of a hijacked connection: wsBufferSize each, unless the
@@ -194,10 +225,12 @@ func originAllowed(r *http.Request, allowed func(*http.Request) bool) bool {
 }
 
 // Websocket returns gqlgen's WebSocket transport (graphql-transport-ws, and the older
-// graphql-ws) set up for the service: the key from the upgrade's Authorization header or
-// connection_init's payload (authenticate checks it: an error closes with 4403), the caps,
-// 4408 without connection_init within InitTimeout, messages up to MaxMessageBytes, pings
-// every RegistryOptions.PingEvery, and small buffers.
+// graphql-ws) set up for the service: the key from connection_init's payload, else the
+// upgrade's (authenticate checks it and charges the socket one request to it, or to the
+// client address when it is not a valid key; an upgrade whose header key was valid, charged
+// with the upgrade, is not charged again), the caps, 4408 without connection_init within
+// InitTimeout, messages up to MaxMessageBytes, pings every RegistryOptions.PingEvery, and small
+// buffers. A refused connection_init closes with refusalCode's code.
 func (r *Registry) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
 	limit := int64(MaxMessageBytes)
 	return transport.Websocket{
@@ -231,13 +264,15 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	if st == nil || st.ws == nil {
 		return refuse(ctx, CloseForbidden, apierr.Wrap(errNoUpgrade))
 	}
-	header := payload.Authorization()
-	if header == "" {
-		header = st.authorization
-	}
-	p, err := authenticate(ctx, header)
-	if err != nil {
-		return refuse(ctx, CloseForbidden, err)
+	p := auth.FromContext(ctx) // the upgrade's key, charged with it
+	if header := payload.Authorization(); header != "" || p == nil {
+		if header == "" {
+			header = st.authorization
+		}
+		var err error
+		if p, err = authenticate(ctx, header); err != nil {
+			return refuse(ctx, refusalCode(err), err)
+		}
 	}
 	if r.opts.Check != nil {
 		bad, err := r.opts.Check(ctx, []int64{p.KeyID})
@@ -268,6 +303,19 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 	r.releasePending(st)
 	context.AfterFunc(ctx, func() { r.close(c) })
 	return WithConn(ctx, c), nil, nil
+}
+
+// refusalCode returns the close code of a socket whose connection_init authenticate refused
+// with err: 4403 for a key that is missing, unknown, revoked or suspended, 4429 over a rate
+// limit, 1013 when the key or the limit cannot be checked now.
+func refusalCode(err error) int {
+	switch apierr.From(err).Code {
+	case apierr.RateLimited:
+		return CloseTooMany
+	case apierr.Unavailable:
+		return CloseRetry
+	}
+	return CloseForbidden
 }
 
 var errNoUpgrade = apiError("live: a WebSocket without the Upgrade middleware")

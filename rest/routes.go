@@ -37,6 +37,7 @@ type Deps struct {
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
+	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (live.KeylessUpgrade); nil for none
 	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
 	Shutdown   func()                      // closes the subscriber connections at shutdown, after the drain delay (live.Registry.Shutdown); nil for none
 }
@@ -79,7 +80,7 @@ func NewRouter(d Deps) *gin.Engine {
 	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
 	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
 	// they carry the rate-limit headers, but answered without requiring a key.
-	ident := identify(d)
+	ident := identify(d, nil)
 	r.NoRoute(append(underV1(ident), notFound)...)
 	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
@@ -117,8 +118,9 @@ func NewRouter(d Deps) *gin.Engine {
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
 	api.GET("/store/orders", listOrders)
-	// A WebSocket upgrade is identified and charged, but its key may come in connection_init.
-	v1.GET("/graphql", slices.Concat(ident, []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
+	// A WebSocket upgrade is identified and charged, but its key may come in connection_init:
+	// one without a key is charged there, to the key.
+	v1.GET("/graphql", slices.Concat(identify(d, d.Keyless), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
 		gin.WrapH(d.GraphQL)})...)
 	post := []gin.HandlerFunc{gin.WrapH(d.GraphQL)}
 	if d.Stream != nil {
@@ -142,9 +144,10 @@ func requireOrUpgrade(upgrade gin.HandlerFunc) gin.HandlerFunc {
 
 // identify returns the middleware that identifies a /v1 request and charges it: the key from
 // the cache; for a key the cache does not hold, the limiter's gate (an address over its budget
-// is refused before the key table is read), then the read; then the charge to the key, or to
-// the client address when there is no valid key.
-func identify(d Deps) []gin.HandlerFunc {
+// is refused before the key table is read, while its over-budget reads are spent), then the
+// read; then the charge to the key, or to the client address when there is no valid key. A
+// request that uncharged reports (nil: none) is charged to nobody.
+func identify(d Deps, uncharged func(*http.Request) bool) []gin.HandlerFunc {
 	chain := []gin.HandlerFunc{d.Identify}
 	if d.Limit != nil {
 		chain = append(chain, d.Limit.Gate)
@@ -153,9 +156,21 @@ func identify(d Deps) []gin.HandlerFunc {
 		chain = append(chain, d.Lookup)
 	}
 	if d.Limit != nil {
-		chain = append(chain, d.Limit.Middleware)
+		chain = append(chain, chargeUnless(uncharged, d.Limit.Middleware))
 	}
 	return chain
+}
+
+// chargeUnless returns charge, skipped for the requests that uncharged reports (nil: none).
+func chargeUnless(uncharged func(*http.Request) bool, charge gin.HandlerFunc) gin.HandlerFunc {
+	if uncharged == nil {
+		return charge
+	}
+	return func(c *gin.Context) {
+		if !uncharged(c.Request) {
+			charge(c)
+		}
+	}
 }
 
 // underV1 returns handlers that run hs only for paths under /v1.
