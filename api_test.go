@@ -11,6 +11,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/config"
 	"petstore/models"
 )
 
@@ -404,6 +405,29 @@ func TestBodyLimitWithoutContentLength(t *testing.T) {
 		api.v.Check(t, r, rec.Code, rec.Header(), rec.Body.Bytes())
 		if rec.Code != http.StatusRequestEntityTooLarge {
 			t.Errorf("%s: got %d %s; want 413", path, rec.Code, rec.Body)
+		}
+	}
+}
+
+// TestNoSniffOnEveryAnswer: every answer carries X-Content-Type-Options: nosniff, whichever
+// part of the service writes it.
+func TestNoSniffOnEveryAnswer(t *testing.T) {
+	cfg := config.Default()
+	cfg.CORSOrigins = []string{"https://app.example"}
+	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
+	preflight := request{method: http.MethodOptions, path: "/v1/pets", noAuth: true, header: http.Header{
+		"Origin": {"https://app.example"}, "Access-Control-Request-Method": {"POST"}}}
+	keyless := get("/v1/pets")
+	keyless.noAuth = true
+	for _, req := range []request{
+		get("/v1/pets"), post("/v1/pets", `{"name":"Rex","categoryId":1}`), get("/v1/pets/1"), get("/v1/pets/999999"),
+		post("/v1/graphql", `{"query":"{ pets { id } }"}`), get("/v1/graphql?query=%7B%20pets%20%7B%20id%20%7D%20%7D"),
+		get("/v1/openapi.json"), get("/v1/graphql/schema.graphql"), get("/healthz"), get("/readyz"), get("/metrics"),
+		get("/v1/store/orders"), get("/v1/nowhere"), {method: http.MethodDelete, path: "/v1/pets"}, keyless, preflight,
+	} {
+		resp := api.do(t, req)
+		if got := resp.header.Get("X-Content-Type-Options"); got != "nosniff" {
+			t.Errorf("%s %s (%d): X-Content-Type-Options %q; want nosniff", req.method, req.path, resp.status, got)
 		}
 	}
 }

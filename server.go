@@ -451,7 +451,7 @@ func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 	}
 	deps.Draining = drain.Draining
 	drain.closeStreams = deps.Shutdown
-	return &service{handler: drain.Middleware(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps))), records: records}, nil
+	return &service{handler: drain.Middleware(rest.NoSniff(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)))), records: records}, nil
 }
 
 // newDeps wires the resolvers, GraphQL, auth, the rate limiter (in Redis when rdb is not nil,

@@ -12,7 +12,6 @@ import (
 // generates types should not need a secret.
 func serveSDL(sdl []byte) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		c.Header("X-Content-Type-Options", "nosniff")
 		c.Data(http.StatusOK, "text/plain; charset=utf-8", sdl)
 	}
 }
