@@ -5,11 +5,17 @@
 GO ?= go
 FUZZTIME ?= 30s
 
+# The build's version and commit, stamped into the binary (petstore --version, the start-up log
+# line, petstore_build_info) and the image's OCI labels.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unknown)
+COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+STAMP = -X petstore/internal/version.version=$(VERSION) -X petstore/internal/version.commit=$(COMMIT)
+
 .PHONY: run test build generate check-generated fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
 	cluster-test outage-test galera-test image image-test
 
 run:
-	$(GO) run . serve
+	$(GO) run -ldflags='$(STAMP)' . serve
 
 # The GraphQL-over-HTTP audit (graphql-http, against a running server) and the OpenAPI lints
 # (Redocly and Spectral, on the served document) print their counts; go test's summary stays last.
@@ -20,7 +26,7 @@ test:
 	$(GO) test -count=1 ./...
 
 build:
-	$(GO) build -o bin/petstore .
+	$(GO) build -ldflags='$(STAMP)' -o bin/petstore .
 
 # Checks the alert rules of deploy/ops with promtool (Debian's prometheus package): syntax,
 # queries and their unit tests (deploy/ops/alerts_test.yml).
@@ -35,9 +41,10 @@ ENGINE ?= $(shell command -v podman >/dev/null 2>&1 && echo podman || echo docke
 
 image:
 	rm -rf bin/image && mkdir -p bin/image/empty
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w' -o bin/image/petstore .
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags='-s -w $(STAMP)' -o bin/image/petstore .
 	cp /etc/ssl/certs/ca-certificates.crt bin/image/
-	$(ENGINE) $(ENGINE_FLAGS) build -f Containerfile -t $(IMAGE) .
+	$(ENGINE) $(ENGINE_FLAGS) build -f Containerfile --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) \
+		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE) .
 
 # Builds the image and checks it (image_test.go): its user and files, and the binary taken out
 # of it serving on the SQLite default. Containers are not run: the test runs the binary.

@@ -4,16 +4,20 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"io/fs"
 	"net/http"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"petstore/config"
 	"petstore/internal/dbtest"
+	"petstore/internal/version"
 	"petstore/store"
 )
 
@@ -175,5 +179,36 @@ func TestLocalURL(t *testing.T) {
 		if got := localURL(addr); got != want {
 			t.Errorf("localURL(%q) = %q; want %q", addr, got, want)
 		}
+	}
+}
+
+// TestVersion: petstore --version (and version) prints the build's line and exits 0, and
+// /metrics carries petstore_build_info with the same version and commit.
+func TestVersion(t *testing.T) {
+	for _, arg := range []string{"--version", "-version", "version"} {
+		out, err := runCmd(t, "", arg)
+		if err != nil || out != version.String()+"\n" {
+			t.Errorf("petstore %s: got %q, %v; want %q", arg, out, err, version.String())
+		}
+	}
+	var stderr bytes.Buffer
+	getenv := func(k string) string {
+		if k == "PETSTORE_DB" {
+			return "sqlite:" + filepath.Join(t.TempDir(), "v.db")
+		}
+		return ""
+	}
+	if err := run(context.Background(), []string{"migrate"}, getenv, io.Discard, &stderr); err != nil {
+		t.Fatal(err)
+	}
+	if line := fmt.Sprintf(`"version":%q,"commit":%q`, version.Version(), version.Commit()); !strings.Contains(stderr.String(), line) {
+		t.Errorf("start-up log line: got %s; want it to carry %s", stderr.String(), line)
+	}
+	api := newTestAPI(t, dbtestSQLite(t))
+	req := get("/metrics")
+	req.noAuth = true
+	want := fmt.Sprintf(`petstore_build_info{commit=%q,goversion=%q,version=%q} 1`, version.Commit(), runtime.Version(), version.Version())
+	if resp := api.do(t, req); !strings.Contains(resp.body, want) {
+		t.Errorf("/metrics: no line %s", want)
 	}
 }

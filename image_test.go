@@ -7,6 +7,7 @@ import (
 	"bufio"
 	"debug/elf"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -56,7 +57,26 @@ func TestImage(t *testing.T) {
 		t.Fatal(err)
 	}
 	checkStatic(t, binary)
+	checkLabels(t, cli("image", "inspect", "--format",
+		`{{index .Config.Labels "org.opencontainers.image.version"}} {{index .Config.Labels "org.opencontainers.image.revision"}}`, image), binary)
 	serveFromImage(t, binary)
+}
+
+// checkLabels checks that the image's OCI version and revision labels (labels: "VERSION
+// REVISION") name the build of binary, as its --version reports it, and a real commit.
+func checkLabels(t *testing.T, labels, binary string) {
+	t.Helper()
+	out, err := exec.Command(binary, "--version").Output()
+	if err != nil {
+		t.Fatalf("%s --version: %v", binary, err)
+	}
+	f := strings.Fields(labels)
+	if len(f) != 2 || len(f[1]) != 40 {
+		t.Fatalf("OCI labels version and revision: got %q; want a version and a 40-digit commit", labels)
+	}
+	if want := fmt.Sprintf("petstore %s (commit %s, ", f[0], f[1]); !strings.HasPrefix(string(out), want) {
+		t.Errorf("%s --version: got %q; want it to start %q, as the labels say", binary, out, want)
+	}
 }
 
 // checkImageFiles reads the image's file system from files, checks who owns what, and writes

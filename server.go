@@ -31,6 +31,7 @@ import (
 	"petstore/graph"
 	"petstore/idempotency"
 	"petstore/internal/heapfloor"
+	"petstore/internal/version"
 	"petstore/live"
 	"petstore/observe"
 	"petstore/playground"
@@ -73,7 +74,7 @@ func main() {
 }
 
 // errUsage marks a command line that names no command.
-var errUsage = errors.New("usage: petstore serve | migrate | keys create|list|revoke (-h for flags)")
+var errUsage = errors.New("usage: petstore serve | migrate | keys create|list|revoke | --version (-h for flags)")
 
 // run runs the command that args name until ctx is done.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
@@ -95,6 +96,9 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		})
 	case "keys":
 		return keys(ctx, args[1:], getenv, stdout, stderr)
+	case "--version", "-version", "version":
+		_, err := fmt.Fprintln(stdout, version.String())
+		return err
 	}
 	return errUsage
 }
@@ -122,7 +126,7 @@ func withConfig(ctx context.Context, name string, args []string, getenv func(str
 	logs := observe.NewLogWriter(stderr, logFlushEvery)
 	defer logs.Close()
 	slog.SetDefault(slog.New(observe.NewJSONLogHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel})))
-	slog.InfoContext(ctx, "petstore "+name, "config", cfg)
+	slog.InfoContext(ctx, "petstore "+name, "version", version.Version(), "commit", version.Commit(), "config", cfg)
 	return fn(cfg, fs)
 }
 

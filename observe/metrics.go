@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"runtime"
 	"sync"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"petstore/internal/version"
 	"petstore/ratelimit"
 )
 
@@ -65,7 +67,13 @@ func NewMetrics(reg *prometheus.Registry) (*Metrics, error) {
 		Help: "Requests rejected with key_suspended, by plan: the one that starts a suspension and each one sent during it.",
 	}, []string{"plan"})
 	m.resolve(suspensions)
-	err := register(reg, m.requests, m.duration, m.inFlight, m.decisionVec, suspensions,
+	build := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "petstore_build_info",
+		Help:        "Always 1, labelled with the version and commit of the build that runs and its Go version.",
+		ConstLabels: prometheus.Labels{"version": version.Version(), "commit": version.Commit(), "goversion": runtime.Version()},
+	})
+	build.Set(1)
+	err := register(reg, m.requests, m.duration, m.inFlight, m.decisionVec, suspensions, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	if err != nil {
 		return nil, err
