@@ -50,6 +50,7 @@ func TestRollingRestart(t *testing.T) {
 	for i := range instances {
 		lb.waitState(t, i, "UP")
 	}
+	checkMetricsHidden(t, fmt.Sprintf("http://127.0.0.1:%d", ports[3]))
 
 	load := startClusterLoad(fmt.Sprintf("http://127.0.0.1:%d", ports[3]), key, 32, 20*time.Millisecond)
 	time.Sleep(time.Second)
@@ -188,6 +189,22 @@ func (in *instance) wait(t *testing.T) {
 }
 
 // loadBalancer is the HAProxy process.
+// checkMetricsHidden checks that the balancer at base answers /metrics with 404, though the
+// instances behind it serve it on their API port, and forwards the rest.
+func checkMetricsHidden(t *testing.T, base string) {
+	t.Helper()
+	for path, want := range map[string]int{"/metrics": http.StatusNotFound, "/metrics/": http.StatusNotFound, "/v1/openapi.json": http.StatusOK} {
+		resp, err := http.Get(base + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s through HAProxy: got %d; want %d", path, resp.StatusCode, want)
+		}
+	}
+}
+
 type loadBalancer struct{ socket string }
 
 // startHAProxy runs HAProxy with deploy/haproxy.cfg, the instances at ports[:3] and clients at

@@ -92,6 +92,42 @@ func TestDebugListener(t *testing.T) {
 	}
 }
 
+// TestMetricsListener checks that PETSTORE_METRICS_ADDR serves /metrics on a listener of its
+// own, with nothing else there, and that the API's listener then answers /metrics with 404.
+func TestMetricsListener(t *testing.T) {
+	lines, _, _ := startServerLines(t, "PETSTORE_METRICS_ADDR", "127.0.0.1:0")
+	var base, metrics string
+	for _, line := range lines {
+		if addr, ok := strings.CutPrefix(line, "metrics on "); ok {
+			metrics = addr
+		}
+		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
+			base = strings.Fields(addr)[0]
+		}
+	}
+	if metrics == "" || base == "" {
+		t.Fatalf("serve printed %q; want the metrics address and the API's", lines)
+	}
+	metricsBase := strings.TrimSuffix(metrics, "/metrics")
+	for url, want := range map[string]int{
+		metrics: http.StatusOK, base + "/metrics": http.StatusNotFound,
+		metricsBase + "/v1/pets": http.StatusNotFound, metricsBase + "/healthz": http.StatusNotFound,
+	} {
+		resp, err := http.Get(url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("GET %s: got %d; want %d", url, resp.StatusCode, want)
+		}
+		if want == http.StatusOK && !strings.Contains(string(body), "petstore_build_info") {
+			t.Errorf("GET %s: no petstore_build_info in %.200s", url, body)
+		}
+	}
+}
+
 // TestHeapProfilingOnlyWithDebugListener: allocations are sampled for heap profiles (a stack
 // walk each) only when the profiling endpoints can serve them, and then at Go's own rate.
 func TestHeapProfilingOnlyWithDebugListener(t *testing.T) {

@@ -207,6 +207,15 @@ func serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		defer debug.Close()
 		fmt.Fprintf(stdout, "profiling endpoints on http://%s/debug/pprof/\n", debug.Addr)
 	}
+	if cfg.MetricsAddr != "" {
+		metrics, err := serveMetrics(cfg.MetricsAddr, svc.metrics, errc)
+		if err != nil {
+			_ = ln.Close()
+			return err
+		}
+		defer metrics.Close()
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", metrics.Addr)
+	}
 	fmt.Fprintf(stdout, "petstore listening on http://%s (REST at /v1/pets, GraphQL at /v1/graphql)\n", ln.Addr())
 	go func() { errc <- srv.Serve(ln) }()
 	select {
@@ -288,20 +297,33 @@ var (
 // serveDebug serves net/http/pprof's endpoints on their own listener at addr, away from the
 // API's router, middleware and limits; a failure of its server is sent to errc.
 func serveDebug(addr string, errc chan<- error) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("debug listener: %w", err)
-	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Addr: ln.Addr().String(), Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	return serveAux("debug", addr, mux, errc)
+}
+
+// serveMetrics serves h, the Prometheus handler, at /metrics on a listener of its own at addr
+// (PETSTORE_METRICS_ADDR), and nothing else.
+func serveMetrics(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	return serveAux("metrics", addr, mux, errc)
+}
+
+// serveAux serves h on a listener of its own at addr, named name in errors sent to errc.
+func serveAux(name, addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%s listener: %w", name, err)
+	}
+	srv := &http.Server{Addr: ln.Addr().String(), Handler: rest.NoSniff(h), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
-			errc <- fmt.Errorf("debug listener: %w", err)
+			errc <- fmt.Errorf("%s listener: %w", name, err)
 		}
 	}()
 	return srv, nil
@@ -431,6 +453,7 @@ func redisMisconfigured(err error) bool {
 // keeps, whose expired entries serve purges beside it.
 type service struct {
 	handler http.Handler
+	metrics http.Handler // the Prometheus handler, for PETSTORE_METRICS_ADDR
 	records *idempotency.Records
 }
 
@@ -455,7 +478,8 @@ func newService(cfg config.Config, db *store.DB, rdb redis.UniversalClient, drai
 	}
 	deps.Draining = drain.Draining
 	drain.closeStreams = deps.Shutdown
-	return &service{handler: drain.Middleware(rest.NoSniff(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)))), records: records}, nil
+	return &service{handler: drain.Middleware(rest.NoSniff(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)))),
+		metrics: deps.Metrics.Handler(), records: records}, nil
 }
 
 // newDeps wires the resolvers, GraphQL, auth, the rate limiter (in Redis when rdb is not nil,
@@ -517,6 +541,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		ClientAddr: proxies.Middleware,
 		RequestLog: observe.NewRequestLog(nil).Middleware, // slog.Default(), set up by withConfig
 		Metrics:    metrics,
+		MetricsOff: cfg.MetricsAddr != "",
 		Ready:      db.Ready,
 		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
 		Keyless:    live.KeylessUpgrade(rest.AllowsOrigin(cfg.CORSOrigins)),

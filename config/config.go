@@ -25,6 +25,7 @@ import (
 type Config struct {
 	Addr             string        // listen address
 	DebugAddr        string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
+	MetricsAddr      string        // listen address of GET /metrics, then off the API's listener; empty: on the API's listener
 	DB               string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
 	Replicas         []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
 	RedisURL         string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
@@ -85,6 +86,7 @@ func Default() Config {
 func (c *Config) Register(fs *flag.FlagSet) {
 	fs.StringVar(&c.Addr, "addr", c.Addr, "listen address")
 	fs.StringVar(&c.DebugAddr, "debug-addr", c.DebugAddr, "listen address of the Go profiling endpoints (/debug/pprof/), such as 127.0.0.1:6060; empty: none. Never expose it publicly")
+	fs.StringVar(&c.MetricsAddr, "metrics-addr", c.MetricsAddr, "listen address of GET /metrics (Prometheus), such as :9090; the API's listener then answers /metrics with 404. Empty: /metrics on the API's listener")
 	fs.StringVar(&c.DB, "db", c.DB, "database: sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]")
 	listVar(fs, &c.Replicas, "db-replicas", "comma-separated mysql:// addresses of MariaDB read replicas of --db, which serve listings, getPet and key lookups when fresh")
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for rate-limit state and persisted queries shared by every instance: redis://HOST:PORT/N (one server), redis://HOST:PORT?addr=HOST2:PORT2&addr=... (a cluster; cluster=true behind one address) or redis://SENTINEL:PORT?master_name=NAME (Sentinel); empty: in process")

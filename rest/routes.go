@@ -34,6 +34,7 @@ type Deps struct {
 	RequestLog gin.HandlerFunc             // request ID and one log line per request (observe.RequestLog.Middleware); nil for none
 	Trace      gin.HandlerFunc             // the server span of each request (tracing.Tracer.Middleware); nil for none
 	Metrics    *observe.Metrics            // counts every request and serves GET /metrics; nil for none
+	MetricsOff bool                        // GET /metrics is served on a listener of its own (PETSTORE_METRICS_ADDR): here it is 404
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
@@ -86,7 +87,7 @@ func NewRouter(d Deps) *gin.Engine {
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
 	r.GET("/readyz", ready(d.Ready, d.Draining))
-	if d.Metrics != nil {
+	if d.Metrics != nil && !d.MetricsOff {
 		r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
 	}
 
