@@ -91,8 +91,9 @@ type Read struct {
 
 // OpenReplicas opens the replicas named by urls (mysql:// addresses, each with a pool sized
 // like the primary's) of primary, a MariaDB server with its binary log on, and starts watching
-// them. A replica that does not answer is skipped until it does; Close stops the watching and
-// closes the replicas.
+// them. A replica that does not answer (down, or still being built without the database) is
+// skipped until it answers and is fresh, from the start: the instance serves from the primary
+// meanwhile. Close stops the watching and closes the replicas.
 func OpenReplicas(ctx context.Context, primary *DB, urls []string, pool Pool) (*Replicas, error) {
 	if primary.Dialect != migrations.MySQL {
 		return nil, errors.New("store: read replicas need a MySQL primary (PETSTORE_DB=mysql://...)")
@@ -141,7 +142,9 @@ func openReplica(dsn string, pool Pool, open Opener) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open replica: %w", err)
 	}
-	gdb, err := gorm.Open(dialector, gormConfig())
+	gcfg := gormConfig()
+	gcfg.DisableAutomaticPing = true // a replica down or being rebuilt is skipped, not fatal
+	gdb, err := gorm.Open(dialector, gcfg)
 	if err != nil {
 		return nil, fmt.Errorf("store: open replica: %w", err)
 	}

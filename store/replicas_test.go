@@ -1,6 +1,7 @@
 package store_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -40,4 +41,40 @@ func TestReplicaFreshness(t *testing.T) {
 	if _, ok := db.Replicas.Pick(); ok {
 		t.Error("Pick with the replica down: got a replica; want none")
 	}
+}
+
+// TestReplicaDownAtStart: replicas that refuse connections when the instance starts (one down,
+// one never there) do not stop it: the instance reads from the primary, and takes the replica
+// in once it answers and is fresh.
+func TestReplicaDownAtStart(t *testing.T) {
+	pair := dbtest.StartReplicaPair(t)
+	ctx := context.Background()
+	pair.Primary.Exec(t, "CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	db, err := store.Open(ctx, pair.Primary.DSN("petstore"), store.DefaultPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pair.WaitApplied(t)
+	if err := pair.Replica.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	urls := []string{pair.Replica.DSN("petstore"), "mysql://root@127.0.0.1:1/petstore"}
+	if db.Replicas, err = store.OpenReplicas(ctx, db, urls, store.DefaultPool); err != nil {
+		t.Fatalf("open replicas that refuse connections: %v; want them skipped", err)
+	}
+	t.Cleanup(func() { _ = db.Replicas.Close() })
+	if _, ok := db.Replicas.Pick(); ok {
+		t.Error("Pick with no replica answering: got one; want none (read the primary)")
+	}
+	if err := db.Ready(ctx); err != nil {
+		t.Errorf("Ready with the replicas down: %v; want the primary's answer", err)
+	}
+	if err := pair.Replica.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	dbtest.WaitReady(t, db.Replicas, 1)
 }
