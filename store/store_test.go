@@ -65,3 +65,31 @@ func TestOpenHidesPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestCausalParam: Open adds wsrep_sync_wait=1 to a Galera node's address unless the address
+// sets it, whatever its other parameters.
+func TestCausalParam(t *testing.T) {
+	for _, tc := range []struct {
+		dsn  string
+		has  bool
+		with string
+	}{
+		{"mysql://root:@127.0.0.1:3306/test", false, "mysql://root:@127.0.0.1:3306/test?wsrep_sync_wait=1"},
+		{"mysql://root:@h:3306/test?readTimeout=2s", false, "mysql://root:@h:3306/test?readTimeout=2s&wsrep_sync_wait=1"},
+		{"mysql://root:@h:3306/test?wsrep_sync_wait=0", true, ""},
+		{"mysql://root:@h:3306/test?timeout=1s&wsrep_sync_wait=3", true, ""},
+		{"mysql://root:@h:3306/test?xwsrep_sync_wait=1", false, "mysql://root:@h:3306/test?xwsrep_sync_wait=1&wsrep_sync_wait=1"},
+	} {
+		if got := hasParam(tc.dsn, causalParam); got != tc.has {
+			t.Errorf("hasParam(%q): got %v; want %v", tc.dsn, got, tc.has)
+		}
+		if !tc.has {
+			if got := withParam(tc.dsn, causalParam, "1"); got != tc.with {
+				t.Errorf("withParam(%q): got %q; want %q", tc.dsn, got, tc.with)
+			}
+			if _, err := mysqlConfig(tc.with); err != nil {
+				t.Errorf("mysqlConfig(%q): %v", tc.with, err)
+			}
+		}
+	}
+}
