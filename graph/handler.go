@@ -184,7 +184,7 @@ func (operationGate) ExtensionName() string                   { return "Operatio
 func (operationGate) Validate(graphql.ExecutableSchema) error { return nil }
 
 // MutateOperationContext asks the gate. Its refusal's code is a protocol error's
-// (gateCodes), so that a WebSocket answers it with an error message rather than an event.
+// (refusalCodes), so that a WebSocket answers it with an error message rather than an event.
 func (g operationGate) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
 	err := g(ctx)
 	if err == nil {
@@ -196,11 +196,16 @@ func (g operationGate) MutateOperationContext(ctx context.Context, _ *graphql.Op
 	return gqlErr
 }
 
-// gateCodes are the codes of a gate's refusals, protocol errors to gqlgen.
-var gateCodes = []apierr.Code{apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
+// refusalCodes are the codes of operations refused before they run, protocol errors to gqlgen:
+// a gate's refusals, and INVALID_REQUEST, which presentError gives to the documents that do
+// not parse, validate or pass the cost bounds. A WebSocket answers them with the protocol's
+// error message, as graphql-transport-ws and graphql-ws ask for a validation error, not with
+// a next (data) message. Only gqlgen's WebSocket transport reads these kinds, and only for
+// refusals: errors raised while an operation runs keep their own.
+var refusalCodes = []apierr.Code{apierr.InvalidRequest, apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
 
 func init() {
-	for _, c := range gateCodes {
+	for _, c := range refusalCodes {
 		errcode.RegisterErrorType(strings.ToUpper(string(c)), errcode.KindProtocol)
 	}
 }
