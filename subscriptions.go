@@ -49,6 +49,6 @@ func newLive(db *store.DB, rdb redis.UniversalClient, rl ratelimit.Config, pingE
 	ws := reg.Websocket(authn.Authenticate)
 	gqlOpts.Websocket = &ws
 	gqlOpts.SSE = true
-	gqlOpts.Gate = reg.Gate
+	gqlOpts.Gate = reg
 	return reg, nil
 }

@@ -1,0 +1,171 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/coder/websocket"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/internal/dbtest"
+	"petstore/live"
+)
+
+// refusedDocuments are operations that are refused before they run: one that does not parse,
+// one that does not validate, one over the cost bound (5 × 401 > 2,000) and a subscription of
+// two root fields.
+var refusedDocuments = []string{
+	`{ pets { id `,
+	`{ nope }`,
+	`{ a: pets(limit: 100) { id name categoryId status } b: pets(limit: 100) { id name categoryId status }
+	   c: pets(limit: 100) { id name categoryId status } d: pets(limit: 100) { id name categoryId status }
+	   e: pets(limit: 100) { id name categoryId status } }`,
+	`subscription { a: petAdded { cursor } b: petAdded { cursor } }`,
+}
+
+// sendRefused sends n refused documents on w and returns the code of the error message each
+// got until the socket closed, and the close code and reason.
+func sendRefused(t *testing.T, w *wsClient, n int) (codes []string, close websocket.StatusCode, reason string) {
+	t.Helper()
+	for i := range n {
+		p, _ := json.Marshal(map[string]any{"query": refusedDocuments[i%len(refusedDocuments)]})
+		w.send(wsMsg{Type: "subscribe", ID: strconv.Itoa(i), Payload: p})
+	}
+	for {
+		m, err := w.readErr(10 * time.Second)
+		if err != nil {
+			var ce websocket.CloseError
+			if !asCloseError(err, &ce) {
+				t.Fatalf("after %d refusals: %v; want a close", len(codes), err)
+			}
+			return codes, ce.Code, ce.Reason
+		}
+		switch m.Type {
+		case "complete":
+		case "error":
+			var errs []struct {
+				Extensions struct{ Code string }
+			}
+			if err := json.Unmarshal(m.Payload, &errs); err != nil || len(errs) == 0 {
+				t.Fatalf("operation %s: %s; want its errors", m.ID, m.Payload)
+			}
+			codes = append(codes, errs[0].Extensions.Code)
+		default:
+			t.Fatalf("got %s %s %s; want the refusals and a close", m.Type, m.ID, m.Payload)
+		}
+	}
+}
+
+// remaining returns the X-RateLimit-Remaining of a request with key (which it charges).
+func (s *liveServer) remaining(t *testing.T, key string) (int, int, string) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/pets", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	n, _ := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
+	return resp.StatusCode, n, string(b)
+}
+
+// TestWebSocketRefusedOperationsAreCharged: every operation sent on a WebSocket is charged
+// before it is parsed, refused ones too (documents that do not parse, validate or pass the
+// cost bound): the key's budget drops, it gets RATE_LIMITED once over, and can be suspended;
+// a socket that sends live.MaxRefusedInRow refused operations in a row is closed with 4400.
+func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+
+	t.Run("charged, then closed", func(t *testing.T) {
+		minute := time.Now().Minute()
+		w := s.connect(t, s.key) // the upgrade is charged to the address
+		codes, code, reason := sendRefused(t, w, live.MaxRefusedInRow)
+		if code != live.CloseBadRequest || reason == "" {
+			t.Fatalf("close %d %q after %d refusals; want %d with a reason", code, reason, len(codes), live.CloseBadRequest)
+		}
+		for i, c := range codes {
+			if c != "INVALID_REQUEST" {
+				t.Fatalf("refusal %d: %s; want INVALID_REQUEST", i, c)
+			}
+		}
+		status, left, _ := s.remaining(t, s.key)
+		if want := int(auth.Free.PerMinute) - live.MaxRefusedInRow - 1; status != http.StatusOK || (left != want && time.Now().Minute() == minute) {
+			t.Fatalf("after %d refused operations: %d, %d left; want 200 with %d left (each charged)", live.MaxRefusedInRow, status, left, want)
+		}
+	})
+
+	t.Run("an admitted operation ends the run", func(t *testing.T) {
+		w := s.connect(t, s.key)
+		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }"})
+		for range 2 {
+			if codes := sendRefusedOpen(t, w, live.MaxRefusedInRow-1); len(codes) != live.MaxRefusedInRow-1 {
+				t.Fatalf("got %d refusals", len(codes))
+			}
+			w.send(wsMsg{Type: "subscribe", ID: "q", Payload: p})
+			if m := w.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"pets"`) {
+				t.Fatalf("got %+v; want the pets", m)
+			}
+			if m := w.read(); m.Type != "complete" {
+				t.Fatalf("got %+v; want complete", m)
+			}
+		}
+	})
+
+	t.Run("rate limited, then suspended", func(t *testing.T) {
+		key, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 1000})
+		if err != nil {
+			t.Fatal(err)
+		}
+		count := map[string]int{}
+		for range 3 { // 2 admitted, 18 rate limited, then the 20th rejection suspends
+			w := s.connect(t, key)
+			codes, code, _ := sendRefused(t, w, live.MaxRefusedInRow)
+			for _, c := range codes {
+				count[c]++
+			}
+			if code != live.CloseBadRequest && code != live.CloseForbidden { // the suspension's cut-off may come first
+				t.Fatalf("close %d; want %d", code, live.CloseBadRequest)
+			}
+			if count["KEY_SUSPENDED"] > 0 {
+				break
+			}
+		}
+		if count["RATE_LIMITED"] < 10 || count["KEY_SUSPENDED"] == 0 {
+			t.Fatalf("refusals by code: %v; want RATE_LIMITED once over the 2 a minute, then KEY_SUSPENDED", count)
+		}
+		if status, _, body := s.remaining(t, key); status != http.StatusTooManyRequests || !strings.Contains(body, "key_suspended") {
+			t.Fatalf("after: %d %s; want 429 key_suspended", status, body)
+		}
+	})
+}
+
+// sendRefusedOpen sends n refused documents on w and reads their answers; the socket stays
+// open.
+func sendRefusedOpen(t *testing.T, w *wsClient, n int) []string {
+	t.Helper()
+	var codes []string
+	for i := range n {
+		p, _ := json.Marshal(map[string]any{"query": refusedDocuments[i%len(refusedDocuments)]})
+		w.send(wsMsg{Type: "subscribe", ID: strconv.Itoa(i), Payload: p})
+		for done := false; !done; {
+			switch m := w.read(); m.Type {
+			case "complete":
+				done = true
+			case "error":
+				codes = append(codes, m.Type)
+			default:
+				t.Fatalf("got %s %s %s; want a refusal", m.Type, m.ID, m.Payload)
+			}
+		}
+	}
+	return codes
+}
