@@ -169,3 +169,135 @@ func sendRefusedOpen(t *testing.T, w *wsClient, n int) []string {
 	}
 	return codes
 }
+
+// protoClient is a WebSocket client of either protocol, reading on a goroutine of its own
+// (which answers ping frames).
+type protoClient struct {
+	t    *testing.T
+	c    *websocket.Conn
+	msgs chan wsMsg
+	err  chan error
+}
+
+// dialProtocol opens a WebSocket naming subprotocol ("" for none) and initialises it with key.
+func (s *liveServer) dialProtocol(t *testing.T, subprotocol, key string) *protoClient {
+	t.Helper()
+	opts := &websocket.DialOptions{}
+	if subprotocol != "" {
+		opts.Subprotocols = []string{subprotocol}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/v1/graphql", opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.CloseNow() })
+	p := &protoClient{t: t, c: c, msgs: make(chan wsMsg, 100), err: make(chan error, 1)}
+	go func() {
+		for {
+			_, b, err := c.Read(context.Background())
+			if err != nil {
+				p.err <- err
+				return
+			}
+			var m wsMsg
+			_ = json.Unmarshal(b, &m)
+			p.msgs <- m
+		}
+	}()
+	p.send(`{"type":"connection_init","payload":{"Authorization":"Bearer ` + key + `"}}`)
+	if m := p.read(); m.Type != "connection_ack" {
+		t.Fatalf("after connection_init: %+v; want connection_ack", m)
+	}
+	return p
+}
+
+func (p *protoClient) send(msg string) {
+	p.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
+		p.t.Fatalf("write: %v", err)
+	}
+}
+
+// read returns the next message but keep-alives (ka).
+func (p *protoClient) read() wsMsg {
+	p.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case m := <-p.msgs:
+			if m.Type != "ka" {
+				return m
+			}
+		case err := <-p.err:
+			p.t.Fatalf("read: %v", err)
+		case <-timeout:
+			p.t.Fatal("no message in 10 s")
+		}
+	}
+}
+
+// closed waits for the server's close and returns its code and reason.
+func (p *protoClient) closed() (websocket.StatusCode, string) {
+	p.t.Helper()
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case <-p.msgs:
+		case err := <-p.err:
+			var ce websocket.CloseError
+			if !asCloseError(err, &ce) {
+				p.t.Fatalf("want a close; got %v", err)
+			}
+			return ce.Code, ce.Reason
+		case <-timeout:
+			p.t.Fatal("not closed in 10 s")
+		}
+	}
+}
+
+// operation returns the message that starts operation id with query on subprotocol.
+func operation(subprotocol, id, query string) string {
+	typ := "subscribe"
+	if subprotocol != "graphql-transport-ws" {
+		typ = "start"
+	}
+	p, _ := json.Marshal(map[string]any{"query": query})
+	b, _ := json.Marshal(wsMsg{Type: typ, ID: id, Payload: p})
+	return string(b)
+}
+
+// TestKeepAliveWithoutSubprotocol: with PETSTORE_WS_PING_INTERVAL at 200 ms, a socket that
+// names no subprotocol, which gqlgen serves as graphql-ws, gets that protocol's keep-alive (ka)
+// and no ping message it cannot answer, stays open and gets its events.
+func TestKeepAliveWithoutSubprotocol(t *testing.T) {
+	cfg := config.Default()
+	cfg.WSPingInterval = 200 * time.Millisecond
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
+	p := s.dialProtocol(t, "", s.key)
+	p.send(operation("", "1", `subscription { petAdded { pet { name } } }`))
+	kas := 0
+	for deadline := time.After(2 * time.Second); kas >= 0; { // ten rounds of pings
+		select {
+		case m := <-p.msgs:
+			if m.Type != "ka" {
+				t.Fatalf("got %+v; want only keep-alives", m)
+			}
+			kas++
+		case err := <-p.err:
+			t.Fatalf("closed after %d keep-alives: %v", kas, err)
+		case <-deadline:
+			if kas < 5 {
+				t.Fatalf("%d keep-alives in 2 s; want one every 200 ms", kas)
+			}
+			kas = -1
+		}
+	}
+	s.createPet(t, s.key, "Rex", "")
+	if m := p.read(); m.Type != "data" || !strings.Contains(string(m.Payload), "Rex") {
+		t.Fatalf("got %s %s %s; want the event", m.Type, m.ID, m.Payload)
+	}
+}

@@ -397,9 +397,13 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 // pingMessage is graphql-transport-ws's ping; clients answer pong.
 var pingMessage = json.RawMessage(`{"type":"ping"}`)
 
+// transportProtocol is graphql-transport-ws, whose clients answer pingMessage.
+const transportProtocol = "graphql-transport-ws"
+
 // legacyProtocol is the older protocol gqlgen's transport also speaks (subscriptions-transport-ws),
 // whose clients answer nothing: they get its keep-alive, keepAliveMessage, and a WebSocket ping,
-// which their WebSocket answers with a pong.
+// which their WebSocket answers with a pong. gqlgen serves a socket that names no subprotocol
+// as one of it.
 const legacyProtocol = "graphql-ws"
 
 var keepAliveMessage = json.RawMessage(`{"type":"ka"}`)
@@ -453,7 +457,7 @@ func (r *Registry) pingAll() {
 				return
 			}
 			ws.missed.Add(1)
-			if ws.Subprotocol() == legacyProtocol {
+			if ws.Subprotocol() != transportProtocol { // legacyProtocol, or none
 				r.pingLegacy(ws)
 			} else {
 				_ = ws.WriteJSON(pingMessage)
