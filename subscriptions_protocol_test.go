@@ -270,6 +270,68 @@ func operation(subprotocol, id, query string) string {
 	return string(b)
 }
 
+// TestWebSocketProtocolViolations: on both protocols, a second subscribe (start) with the id
+// of an active operation closes the socket with 4409, a second connection_init with 4429 and
+// a message of the other protocol with 4400; an id may be used again once its operation
+// completed; a subscription selecting several root fields gets an error message.
+func TestWebSocketProtocolViolations(t *testing.T) {
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	const petAdded = `subscription { petAdded { pet { name } } }`
+	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
+		legacy := proto != "graphql-transport-ws"
+		stop, event, foreign := "complete", "next", `{"type":"start","id":"9","payload":{"query":"{ pets { id } }"}}`
+		if legacy {
+			stop, event, foreign = "stop", "data", `{"type":"subscribe","id":"9","payload":{"query":"{ pets { id } }"}}`
+		}
+		t.Run(proto, func(t *testing.T) {
+			t.Run("id already active", func(t *testing.T) {
+				p := s.dialProtocol(t, proto, s.key)
+				p.send(operation(proto, "1", petAdded))
+				p.send(operation(proto, "1", petAdded))
+				if code, reason := p.closed(); code != live.CloseDuplicateID || !strings.Contains(reason, "1") {
+					t.Fatalf("close %d %q; want %d naming the id", code, reason, live.CloseDuplicateID)
+				}
+			})
+			t.Run("id used again once completed", func(t *testing.T) {
+				p := s.dialProtocol(t, proto, s.key)
+				p.send(operation(proto, "1", petAdded))
+				time.Sleep(200 * time.Millisecond) // subscribed: a stop during the subscription's first read fails it (INTERNAL_ERROR)
+				p.send(`{"type":"` + stop + `","id":"1"}`)
+				if m := p.read(); m.Type != "complete" || m.ID != "1" {
+					t.Fatalf("after %s: %+v; want complete of 1", stop, m)
+				}
+				p.send(operation(proto, "1", petAdded))
+				time.Sleep(100 * time.Millisecond)
+				s.createPet(t, s.key, "Again", "")
+				if m := p.read(); m.Type != event || m.ID != "1" || !strings.Contains(string(m.Payload), "Again") {
+					t.Fatalf("got %s %s %s; want the event of 1", m.Type, m.ID, m.Payload)
+				}
+			})
+			t.Run("second connection_init", func(t *testing.T) {
+				p := s.dialProtocol(t, proto, s.key)
+				p.send(`{"type":"connection_init","payload":{"Authorization":"Bearer ` + s.key + `"}}`)
+				if code, _ := p.closed(); code != live.CloseInitAgain {
+					t.Fatalf("close %d; want %d", code, live.CloseInitAgain)
+				}
+			})
+			t.Run("the other protocol's message", func(t *testing.T) {
+				p := s.dialProtocol(t, proto, s.key)
+				p.send(foreign)
+				if code, reason := p.closed(); code != live.CloseBadRequest || reason == "" {
+					t.Fatalf("close %d %q; want %d with a reason", code, reason, live.CloseBadRequest)
+				}
+			})
+			t.Run("several root fields", func(t *testing.T) {
+				p := s.dialProtocol(t, proto, s.key)
+				p.send(operation(proto, "1", `subscription { a: petAdded { cursor } b: petAdded { cursor } }`))
+				if m := p.read(); m.Type != "error" || m.ID != "1" || !strings.Contains(string(m.Payload), "INVALID_REQUEST") {
+					t.Fatalf("got %s %s %s; want an error message", m.Type, m.ID, m.Payload)
+				}
+			})
+		})
+	}
+}
+
 // TestKeepAliveWithoutSubprotocol: with PETSTORE_WS_PING_INTERVAL at 200 ms, a socket that
 // names no subprotocol, which gqlgen serves as graphql-ws, gets that protocol's keep-alive (ka)
 // and no ping message it cannot answer, stays open and gets its events.
