@@ -57,6 +57,6 @@ func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, resolve
 	})
 	gqlOpts.Websocket = &ws
 	gqlOpts.SSE = true
-	gqlOpts.Gate = reg.Gate
+	gqlOpts.Gate = reg
 	return reg, nil
 }

@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -224,7 +225,8 @@ func (c *selectionCounter) count(set ast.SelectionSet) {
 // an edit distance between the name sent and each name it could be, in time the product of
 // their lengths, once for each walk of the fragment that holds it: a name of 1 MiB took a third
 // of a second, 17 seconds in a fragment spread by 49 operations. The handler's
-// SetDisableSuggestion drops those of unknown fields and of leaf selections.
+// SetDisableSuggestion drops those of unknown fields and of leaf selections. gqlparser's
+// SingleFieldSubscriptions is replaced by singleRootFieldRule.
 func validationRules() *rules.Rules {
 	r := rules.NewDefaultRules()
 	for _, rule := range []core.Rule{
@@ -234,7 +236,49 @@ func validationRules() *rules.Rules {
 	} {
 		r.ReplaceRule(strings.TrimSuffix(rule.Name, "WithoutSuggestions"), rule.RuleFunc)
 	}
+	r.ReplaceRule(rules.SingleFieldSubscriptionsRule.Name, singleRootFieldRule)
 	return r
+}
+
+// singleRootFieldRule is the GraphQL specification's single root field rule: a subscription
+// selects exactly one root field, counted by response name (its alias, else its name), with
+// fragments followed, and no introspection field. gqlparser's rule counts names, so that
+// { a: petAdded b: petAdded } passed validation and was refused only once it ran.
+func singleRootFieldRule(observers *core.Events, addError core.AddErrFunc) {
+	observers.OnOperation(func(walker *core.Walker, op *ast.OperationDefinition) {
+		if walker.Schema.Subscription == nil || op.Operation != ast.Subscription {
+			return
+		}
+		name := "Anonymous Subscription"
+		if op.Name != "" {
+			name = fmt.Sprintf("Subscription %q", op.Name)
+		}
+		keys := map[string]bool{}
+		walked := map[string]bool{}
+		var walk func(ast.SelectionSet)
+		walk = func(set ast.SelectionSet) {
+			for _, sel := range set {
+				switch sel := sel.(type) {
+				case *ast.Field:
+					if !keys[sel.Alias] && len(keys) == 1 {
+						addError(core.Message("%s must select only one top level field.", name), core.At(sel.Position))
+					}
+					keys[sel.Alias] = true
+					if strings.HasPrefix(sel.Name, "__") {
+						addError(core.Message("%s must not select an introspection top level field.", name), core.At(sel.Position))
+					}
+				case *ast.InlineFragment:
+					walk(sel.SelectionSet)
+				case *ast.FragmentSpread:
+					if sel.Definition != nil && !walked[sel.Name] {
+						walked[sel.Name] = true
+						walk(sel.Definition.SelectionSet)
+					}
+				}
+			}
+		}
+		walk(op.SelectionSet)
+	})
 }
 
 // truncateErrors returns errs with at most maxRequestErrors errors, the last of which then

@@ -50,10 +50,10 @@ type Options struct {
 	// PingEvery is how often an SSE stream gets a comment line, so that proxies and clients
 	// see it alive (default 20 s).
 	PingEvery time.Duration
-	// Gate, when not nil, is asked before each operation runs and refuses it with its error
-	// (an *apierr.Error): live.Registry.Gate charges the operations sent on a WebSocket. The
-	// refusal is the protocol's error message, before any event.
-	Gate func(ctx context.Context) error
+	// Gate, when not nil, is asked about each operation before any work is done on it, and
+	// told whether it was admitted or refused (OperationGate): live.Registry charges the
+	// operations sent on a WebSocket and closes a socket that keeps sending refused ones.
+	Gate OperationGate
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
 	QueryCacheSize int
@@ -156,6 +156,9 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := persistedQueries{store: opts.APQCache}
 	var exts []graphql.HandlerExtension
+	if opts.Gate != nil { // first: an operation is charged before it is looked up or parsed
+		exts = append(exts, operationCharge{opts.Gate})
+	}
 	if opts.Tracer != nil {
 		exts = append(exts, opts.Tracer)
 	}
@@ -166,27 +169,43 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 		newCheckedLimits(operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema}),
 	)
 	if opts.Gate != nil {
-		exts = append(exts, operationGate(opts.Gate))
+		exts = append(exts, operationAdmission{opts.Gate})
 	}
 	return append(exts, apq) // last: it stores the queries that passed every check before it
 }
 
-// operationGate refuses an operation that its function refuses (Options.Gate), after every
-// other check: a refused operation is charged nothing.
-type operationGate func(ctx context.Context) error
+// OperationGate charges the operations sent on a connection and watches how they end. Each
+// method does nothing for an operation that is not the gate's to charge (an HTTP request,
+// which the HTTP middleware charged).
+type OperationGate interface {
+	// Gate is asked before the operation is looked up (persisted queries), parsed or
+	// validated, so that every operation is charged, refused ones too; its error (an
+	// *apierr.Error) refuses the operation with the protocol's error message.
+	Gate(ctx context.Context) error
+	// Admitted is told that the operation passed every check and runs.
+	Admitted(ctx context.Context)
+	// Refused is told that the operation was answered with errors and no data: it did not run.
+	Refused(ctx context.Context)
+}
+
+// operationCharge asks its gate about each operation before any other parameter mutator, and
+// tells it of each one answered with errors and no data (an operation refused, whose answer
+// gqlgen's DispatchError passes through the response interceptors).
+type operationCharge struct{ gate OperationGate }
 
 var _ interface {
 	graphql.HandlerExtension
-	graphql.OperationContextMutator
-} = operationGate(nil)
+	graphql.OperationParameterMutator
+	graphql.ResponseInterceptor
+} = operationCharge{}
 
-func (operationGate) ExtensionName() string                   { return "OperationGate" }
-func (operationGate) Validate(graphql.ExecutableSchema) error { return nil }
+func (operationCharge) ExtensionName() string                   { return "OperationCharge" }
+func (operationCharge) Validate(graphql.ExecutableSchema) error { return nil }
 
-// MutateOperationContext asks the gate. Its refusal's code is a protocol error's
-// (gateCodes), so that a WebSocket answers it with an error message rather than an event.
-func (g operationGate) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
-	err := g(ctx)
+// MutateOperationParameters asks the gate. Its refusal's code is a protocol error's
+// (refusalCodes), so that a WebSocket answers it with an error message rather than an event.
+func (g operationCharge) MutateOperationParameters(ctx context.Context, _ *graphql.RawParams) *gqlerror.Error {
+	err := g.gate.Gate(ctx)
 	if err == nil {
 		return nil
 	}
@@ -196,11 +215,42 @@ func (g operationGate) MutateOperationContext(ctx context.Context, _ *graphql.Op
 	return gqlErr
 }
 
-// gateCodes are the codes of a gate's refusals, protocol errors to gqlgen.
-var gateCodes = []apierr.Code{apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
+// InterceptResponse tells the gate of a response with errors and no data.
+func (g operationCharge) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
+	resp := next(ctx)
+	if resp != nil && len(resp.Data) == 0 && len(resp.Errors) > 0 {
+		g.gate.Refused(ctx)
+	}
+	return resp
+}
+
+// operationAdmission tells its gate of an operation that passed every check.
+type operationAdmission struct{ gate OperationGate }
+
+var _ interface {
+	graphql.HandlerExtension
+	graphql.OperationContextMutator
+} = operationAdmission{}
+
+func (operationAdmission) ExtensionName() string                   { return "OperationAdmission" }
+func (operationAdmission) Validate(graphql.ExecutableSchema) error { return nil }
+
+// MutateOperationContext tells the gate the operation runs.
+func (g operationAdmission) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
+	g.gate.Admitted(ctx)
+	return nil
+}
+
+// refusalCodes are the codes of operations refused before they run, protocol errors to gqlgen:
+// a gate's refusals, and INVALID_REQUEST, which presentError gives to the documents that do
+// not parse, validate or pass the cost bounds. A WebSocket answers them with the protocol's
+// error message, as graphql-transport-ws and graphql-ws ask for a validation error, not with
+// a next (data) message. Only gqlgen's WebSocket transport reads these kinds, and only for
+// refusals: errors raised while an operation runs keep their own.
+var refusalCodes = []apierr.Code{apierr.InvalidRequest, apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
 
 func init() {
-	for _, c := range gateCodes {
+	for _, c := range refusalCodes {
 		errcode.RegisterErrorType(strings.ToUpper(string(c)), errcode.KindProtocol)
 	}
 }

@@ -22,6 +22,7 @@ const (
 	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
 	CloseSlow        = 1008 // policy violation: the subscriber did not keep up
 	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed, or the instance drains
+	CloseBadRequest  = 4400 // MaxRefusedInRow refused operations in a row, or a message the protocol forbids
 	CloseForbidden   = 4403 // missing, unknown, revoked or suspended key
 	CloseInitTimeout = 4408 // no connection_init in time
 	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
@@ -153,6 +154,8 @@ type Conn struct {
 	// writeDeadline sets the write deadline of the connection, once the transport has it
 	// (setWriteDeadline).
 	writeDeadline atomic.Pointer[func(time.Time) error]
+	// refused counts the operations of a WebSocket refused in a row (Registry.Refused).
+	refused atomic.Int32
 
 	mu     sync.Mutex
 	reason string

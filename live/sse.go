@@ -267,13 +267,3 @@ func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afte
 	}
 	return r.hub.Subscribe(ctx, c, status, afterID, resume)
 }
-
-// Gate refuses an operation sent on a WebSocket when charge, which charges it as one request
-// to the connection's key, refuses it. Other operations were charged as HTTP requests.
-func (r *Registry) Gate(ctx context.Context) error {
-	c := ConnFrom(ctx)
-	if c == nil || !c.ws || r.opts.Charge == nil {
-		return nil
-	}
-	return r.opts.Charge(ctx, c.principal)
-}

@@ -2,6 +2,7 @@ package live
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -380,6 +381,7 @@ type wsConn struct {
 	missed  atomic.Int32         // pings sent since the peer last sent something
 	writing atomic.Int32         // writes under way
 	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
+	proto   protocolState        // what the peer's messages must agree with
 
 	mu          sync.Mutex
 	code        int
@@ -423,7 +425,11 @@ func (c *wsConn) WriteJSON(v any) error {
 	if payload, id, ok := nextMessage(v); ok {
 		err = c.writeNext(payload, id)
 	} else {
-		err = c.coderConn.WriteJSON(v)
+		var b []byte
+		if b, err = json.Marshal(v); err == nil {
+			c.proto.sent(b) // before the peer can see it and reuse the id
+			err = c.writeText(b)
+		}
 	}
 	if err != nil {
 		if conn := c.conn.Load(); conn != nil {
@@ -435,19 +441,33 @@ func (c *wsConn) WriteJSON(v any) error {
 	return err
 }
 
-// NextReader notes that the peer sent something.
+// NextReader notes that the peer sent something, and closes the socket, before gqlgen's
+// transport reads it, on a message its protocol forbids (protocolState.checkMessage): gqlgen
+// would run a second operation under an active id, answer a second connection_init with 1002,
+// and end a socket that sends another protocol's message with 1000.
 func (c *wsConn) NextReader() (int, io.Reader, error) {
-	t, r, err := c.coderConn.NextReader()
+	t, data, err := c.coderConn.readMessage()
 	c.missed.Store(0)
-	return t, r, err
+	if err != nil {
+		return t, nil, err
+	}
+	if code, reason := c.proto.checkMessage(c.Subprotocol(), data); code != 0 {
+		c.closeWith(code, reason)
+		return t, nil, errProtocol
+	}
+	return t, bytes.NewReader(data), nil
 }
 
 // pingMessage is graphql-transport-ws's ping; clients answer pong.
 var pingMessage = json.RawMessage(`{"type":"ping"}`)
 
+// transportProtocol is graphql-transport-ws, whose clients answer pingMessage.
+const transportProtocol = "graphql-transport-ws"
+
 // legacyProtocol is the older protocol gqlgen's transport also speaks (subscriptions-transport-ws),
 // whose clients answer nothing: they get its keep-alive, keepAliveMessage, and a WebSocket ping,
-// which their WebSocket answers with a pong.
+// which their WebSocket answers with a pong. gqlgen serves a socket that names no subprotocol
+// as one of it.
 const legacyProtocol = "graphql-ws"
 
 var keepAliveMessage = json.RawMessage(`{"type":"ka"}`)
@@ -501,7 +521,7 @@ func (r *Registry) pingAll() {
 				return
 			}
 			ws.missed.Add(1)
-			if ws.Subprotocol() == legacyProtocol {
+			if ws.Subprotocol() != transportProtocol { // legacyProtocol, or none
 				r.pingLegacy(ws)
 			} else {
 				_ = ws.WriteJSON(pingMessage)

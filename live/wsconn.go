@@ -1,10 +1,8 @@
 package live
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"net/http"
 	"reflect"
 	"sync"
@@ -15,9 +13,11 @@ import (
 	"petstore/internal/jsonstr"
 )
 
-// coderConn is gqlgen's transport.WebsocketConn over coder/websocket, as gqlgen's own adapter
-// (transport.CoderWebsocketImplementation) makes it, but for the connection being at hand:
-// wsConn writes the events of a subscription with it as they are (writeNext).
+// coderConn is a coder/websocket connection as gqlgen's own adapter
+// (transport.CoderWebsocketImplementation) makes it, but for the connection being at hand.
+// wsConn, which embeds it, is the transport.WebsocketConn: it reads and writes whole messages
+// with it (readMessage, writeText) to check each, and writes the events of a subscription as
+// they are (writeNext).
 type coderConn struct {
 	ws *coderws.Conn
 
@@ -44,8 +44,8 @@ func acceptCoder(w http.ResponseWriter, r *http.Request, opts transport.Websocke
 	return &coderConn{ws: ws}, nil
 }
 
-// NextReader reads the next message; a normal close is transport.ErrWebsocketClosed.
-func (c *coderConn) NextReader() (int, io.Reader, error) {
+// readMessage reads the next message whole; a normal close is transport.ErrWebsocketClosed.
+func (c *coderConn) readMessage() (int, []byte, error) {
 	typ, data, err := c.ws.Read(context.Background())
 	if err != nil {
 		switch coderws.CloseStatus(err) {
@@ -54,15 +54,11 @@ func (c *coderConn) NextReader() (int, io.Reader, error) {
 		}
 		return int(typ), nil, err
 	}
-	return int(typ), bytes.NewReader(data), nil
+	return int(typ), data, nil
 }
 
-// WriteJSON writes v as one text message.
-func (c *coderConn) WriteJSON(v any) error {
-	b, err := json.Marshal(v)
-	if err != nil {
-		return err
-	}
+// writeText writes b as one text message.
+func (c *coderConn) writeText(b []byte) error {
 	return c.ws.Write(context.Background(), coderws.MessageText, b)
 }
 
