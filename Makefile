@@ -29,9 +29,12 @@ build:
 	$(GO) build -ldflags='$(STAMP)' -o bin/petstore .
 
 # Checks the alert rules of deploy/ops with promtool (Debian's prometheus package): syntax,
-# queries and their unit tests (deploy/ops/alerts_test.yml).
+# queries and their unit tests (deploy/ops/alerts_test.yml). Then the Kubernetes manifests,
+# offline (deploy/kubernetes/check, a module of its own): each decoded strictly into its
+# k8s.io/api type, so that a mistyped field fails, and checked against each other.
 ops-check:
 	deploy/ops/check.sh
+	cd deploy/kubernetes/check && $(GO) vet ./... && $(GO) test -count=1 ./...
 
 # The container image (Containerfile): the static binary built here, FROM scratch, non-root.
 # ENGINE is podman or docker, whichever is installed; where podman's overlay storage does not
