@@ -151,6 +151,7 @@ type Conn struct {
 	mu     sync.Mutex
 	reason string
 	code   int
+	ended  *apierr.Error // the error a stream ends with when it is not cut off (endWith)
 }
 
 type connKey struct{}
@@ -365,11 +366,29 @@ func (c *Conn) writeFailed(err error) {
 	}
 }
 
-// CutReason returns the code and reason c was cut off with, 0 and "" while it is not.
-func (c *Conn) CutReason() (int, string) {
+// endWith makes err what the SSE stream of c ends with, its error event before complete,
+// unless it was cut off or ended already: its subscription ends, or its client misbehaved,
+// without the connection being cut off for every subscription as Cut does.
+func (c *Conn) endWith(err *apierr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.code, c.reason
+	if c.code == 0 && c.ended == nil {
+		c.ended = err
+	}
+}
+
+// endEvent returns the error event that ends the stream of c, nil when none does: it was
+// neither cut off nor ended with an error.
+func (c *Conn) endEvent() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.ended != nil:
+		return errorEvent(c.ended.Code, c.ended.Message)
+	case c.code != 0:
+		return errorEvent(cutCode(c.code), c.reason)
+	}
+	return nil
 }
 
 // Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error
