@@ -67,8 +67,9 @@ type RegistryOptions struct {
 	Caps Caps
 	// Check finds the keys to cut off; nil: none is.
 	Check CheckFunc
-	// Charge charges an operation sent on a WebSocket to p as one request, and returns the
-	// error of a refused one (rate_limited, key_suspended); nil: not charged.
+	// Charge charges an operation sent on a WebSocket, or a page of pets a subscription reads
+	// from the database past the first, to p as one request, and returns the error of a
+	// refused one (rate_limited, key_suspended); nil: not charged.
 	Charge func(ctx context.Context, p *auth.Principal) error
 	// RecheckEvery is how often the keys with connections are checked (default 2 s).
 	RecheckEvery time.Duration
@@ -139,8 +140,10 @@ type Conn struct {
 	plan  string
 	cut   func(code int, reason string) // closes the connection; set once, at open
 	// ws is true for a WebSocket, whose operations are charged one by one (SSE streams are
-	// charged as the HTTP requests they are); principal is its key.
-	ws        bool
+	// charged as the HTTP requests they are).
+	ws bool
+	// principal is the connection's key, charged for the pages its subscriptions read from
+	// the database past the first (sub.charge).
 	principal *auth.Principal
 	held      bool   // an SSE stream, which holds its subscription slot from open to close
 	release   func() // lets the connection's lease go (RegistryOptions.Leases); nil without
@@ -200,7 +203,7 @@ func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code in
 		r.mu.Unlock()
 		return nil, err
 	}
-	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream}
+	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream, principal: p}
 	k.conns[c] = struct{}{}
 	kinds := []string{"conns"}
 	if stream {
