@@ -27,6 +27,10 @@ const (
 	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
 )
 
+// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
+// other instances gave the key's free slots to new holders: it would take the key past its cap.
+const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
+
 // ReasonShutdown is the close reason when the instance shuts down.
 const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
 
@@ -211,7 +215,7 @@ func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code in
 		kinds = append(kinds, "subs")
 	}
 	r.mu.Unlock()
-	release, err := r.share(ctx, p.KeyID, p.Plan.Name, n, kinds...)
+	release, err := r.share(ctx, c, n, kinds...)
 	if err != nil {
 		r.close(c)
 		return nil, err
@@ -255,7 +259,7 @@ func (c *Conn) Acquire(ctx context.Context) error {
 	}
 	k.subs++
 	r.mu.Unlock()
-	release, err := r.share(ctx, c.KeyID, c.plan, n, "subs")
+	release, err := r.share(ctx, c, n, "subs")
 	if err != nil {
 		r.dropSub(c.KeyID, k)
 		return err
@@ -280,12 +284,15 @@ func (r *Registry) dropSub(id int64, k *keyConns) {
 // slotNames names the kinds of slots in refusals.
 var slotNames = map[string]string{"conns": "connections", "subs": "subscriptions"}
 
-// share takes, with Leases, a lease of each of kinds ("conns", "subs") of key id under its cap
-// n, counted on every instance, and returns what lets them go; without Leases it does nothing.
-// Over the cap it refuses as this instance's cap does (plan: the key's). When Redis fails,
+// share takes, with Leases, a lease of each of kinds ("conns", "subs") for c under its key's
+// cap n, counted on every instance, and returns what lets them go; without Leases it does
+// nothing. Over the cap it refuses as this instance's cap does. When Redis fails,
 // RegistryOptions.FailOpen decides: the slots are held here (renewals add their leases once
-// Redis answers), or refused as unavailable.
-func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kinds ...string) (func(), error) {
+// Redis answers, while the key is under its cap), or refused as unavailable. A lease that a
+// renewal finds lost and cannot add again under the cap (Redis lost it and other instances
+// took the slots) cuts c off as too many (CloseTooMany, ReasonOverCap).
+func (r *Registry) share(ctx context.Context, c *Conn, n int, kinds ...string) (func(), error) {
+	id, plan := c.KeyID, c.plan
 	l := r.opts.Leases
 	if l == nil {
 		return func() {}, nil
@@ -310,7 +317,7 @@ func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kind
 	case err != nil:
 		r.leaseFailed(err)
 	}
-	l.keep(sets, tokens)
+	l.keep(sets, tokens, n, func() { c.Cut(CloseTooMany, ReasonOverCap) })
 	return func() {
 		for i, set := range sets {
 			l.release(set, tokens[i])
