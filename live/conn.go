@@ -28,6 +28,10 @@ const (
 	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
 )
 
+// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
+// other instances gave the key's free slots to new holders: it would take the key past its cap.
+const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
+
 // ReasonShutdown is the close reason when the instance shuts down.
 const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
 
@@ -74,8 +78,9 @@ type RegistryOptions struct {
 	Caps Caps
 	// Check finds the keys to cut off; nil: none is.
 	Check CheckFunc
-	// Charge charges an operation sent on a WebSocket to p as one request, and returns the
-	// error of a refused one (rate_limited, key_suspended); nil: not charged.
+	// Charge charges an operation sent on a WebSocket, or a page of pets a subscription reads
+	// from the database past the first, to p as one request, and returns the error of a
+	// refused one (rate_limited, key_suspended); nil: not charged.
 	Charge func(ctx context.Context, p *auth.Principal) error
 	// RecheckEvery is how often the keys with connections are checked (default 2 s).
 	RecheckEvery time.Duration
@@ -146,8 +151,10 @@ type Conn struct {
 	plan  string
 	cut   func(code int, reason string) // closes the connection; set once, at open
 	// ws is true for a WebSocket, whose operations are charged one by one (SSE streams are
-	// charged as the HTTP requests they are); principal is its key.
-	ws        bool
+	// charged as the HTTP requests they are).
+	ws bool
+	// principal is the connection's key, charged for the pages its subscriptions read from
+	// the database past the first (sub.charge).
 	principal *auth.Principal
 	held      bool   // an SSE stream, which holds its subscription slot from open to close
 	release   func() // lets the connection's lease go (RegistryOptions.Leases); nil without
@@ -160,6 +167,7 @@ type Conn struct {
 	mu     sync.Mutex
 	reason string
 	code   int
+	ended  *apierr.Error // the error a stream ends with when it is not cut off (endWith)
 }
 
 type connKey struct{}
@@ -208,7 +216,7 @@ func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code in
 		r.mu.Unlock()
 		return nil, err
 	}
-	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream}
+	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream, principal: p}
 	k.conns[c] = struct{}{}
 	kinds := []string{"conns"}
 	if stream {
@@ -216,7 +224,7 @@ func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code in
 		kinds = append(kinds, "subs")
 	}
 	r.mu.Unlock()
-	release, err := r.share(ctx, p.KeyID, p.Plan.Name, n, kinds...)
+	release, err := r.share(ctx, c, n, kinds...)
 	if err != nil {
 		r.close(c)
 		return nil, err
@@ -260,7 +268,7 @@ func (c *Conn) Acquire(ctx context.Context) error {
 	}
 	k.subs++
 	r.mu.Unlock()
-	release, err := r.share(ctx, c.KeyID, c.plan, n, "subs")
+	release, err := r.share(ctx, c, n, "subs")
 	if err != nil {
 		r.dropSub(c.KeyID, k)
 		return err
@@ -285,12 +293,15 @@ func (r *Registry) dropSub(id int64, k *keyConns) {
 // slotNames names the kinds of slots in refusals.
 var slotNames = map[string]string{"conns": "connections", "subs": "subscriptions"}
 
-// share takes, with Leases, a lease of each of kinds ("conns", "subs") of key id under its cap
-// n, counted on every instance, and returns what lets them go; without Leases it does nothing.
-// Over the cap it refuses as this instance's cap does (plan: the key's). When Redis fails,
+// share takes, with Leases, a lease of each of kinds ("conns", "subs") for c under its key's
+// cap n, counted on every instance, and returns what lets them go; without Leases it does
+// nothing. Over the cap it refuses as this instance's cap does. When Redis fails,
 // RegistryOptions.FailOpen decides: the slots are held here (renewals add their leases once
-// Redis answers), or refused as unavailable.
-func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kinds ...string) (func(), error) {
+// Redis answers, while the key is under its cap), or refused as unavailable. A lease that a
+// renewal finds lost and cannot add again under the cap (Redis lost it and other instances
+// took the slots) cuts c off as too many (CloseTooMany, ReasonOverCap).
+func (r *Registry) share(ctx context.Context, c *Conn, n int, kinds ...string) (func(), error) {
+	id, plan := c.KeyID, c.plan
 	l := r.opts.Leases
 	if l == nil {
 		return func() {}, nil
@@ -315,7 +326,7 @@ func (r *Registry) share(ctx context.Context, id int64, plan string, n int, kind
 	case err != nil:
 		r.leaseFailed(err)
 	}
-	l.keep(sets, tokens)
+	l.keep(sets, tokens, n, func() { c.Cut(CloseTooMany, ReasonOverCap) })
 	return func() {
 		for i, set := range sets {
 			l.release(set, tokens[i])
@@ -374,11 +385,29 @@ func (c *Conn) writeFailed(err error) {
 	}
 }
 
-// CutReason returns the code and reason c was cut off with, 0 and "" while it is not.
-func (c *Conn) CutReason() (int, string) {
+// endWith makes err what the SSE stream of c ends with, its error event before complete,
+// unless it was cut off or ended already: its subscription ends, or its client misbehaved,
+// without the connection being cut off for every subscription as Cut does.
+func (c *Conn) endWith(err *apierr.Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.code, c.reason
+	if c.code == 0 && c.ended == nil {
+		c.ended = err
+	}
+}
+
+// endEvent returns the error event that ends the stream of c, nil when none does: it was
+// neither cut off nor ended with an error.
+func (c *Conn) endEvent() []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch {
+	case c.ended != nil:
+		return errorEvent(c.ended.Code, c.ended.Message)
+	case c.code != 0:
+		return errorEvent(cutCode(c.code), c.reason)
+	}
+	return nil
 }
 
 // Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error

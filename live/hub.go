@@ -18,23 +18,30 @@
 //
 // A subscription with after first joins the Hub, whose events it buffers, then pages through
 // the database from after, then sends the buffered events above the last pet it sent: no pet
-// is skipped or sent twice across the switch.
+// is skipped or sent twice across the switch. The subscribe operation pays for the first page;
+// each further page (readPage pets) is charged to the key as one request, as a page of the
+// listing is, and a refused charge ends the subscription with the refusal (when to retry),
+// the pets sent so far carrying their cursors to resume from.
 //
 // # Bounds
 //
 // Each subscription has a buffer of Buffer events. A subscriber whose buffer is full when an
-// event comes falls back to paging through the database, as a resume does; one that takes no
-// event for SlowAfter is cut off (Conn.Cut, the close saying why) rather than kept growing,
-// and resumes with the cursor of the last event it got.
+// event comes falls back to paging through the database, as a resume does, each page charged;
+// one that takes no event for SlowAfter is cut off (Conn.Cut, the close saying why) rather
+// than kept growing, and resumes with the cursor of the last event it got.
 package live
 
 import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"petstore/apierr"
 	"petstore/models"
@@ -311,7 +318,7 @@ func (h *Hub) Subscribe(ctx context.Context, c *Conn, status *models.PetStatus, 
 	h.metrics.active.Inc()
 	context.AfterFunc(ctx, func() { h.leave(s) })
 	if resume {
-		go s.resume(ctx, afterID)
+		go s.resume(ctx, afterID, true)
 	}
 	return s.ch, nil
 }
@@ -387,7 +394,7 @@ func (s *sub) offer(ev *Event) {
 		s.hub.metrics.delivered.Inc()
 	default:
 		s.catching, s.overflow = true, true
-		go s.resume(s.ctx, s.queued)
+		go s.resume(s.ctx, s.queued, false)
 	}
 }
 
@@ -407,11 +414,28 @@ func (s *sub) cutOff(reason string, code int) {
 }
 
 // resume sends the pets above afterID from the database, then the events buffered meanwhile
-// above the last pet sent, then leaves the sending to the Hub.
-func (s *sub) resume(ctx context.Context, afterID int64) {
+// above the last pet sent, then leaves the sending to the Hub. Each page read is charged to the
+// subscriber's key as a list request (charge) but the first when paid: a subscription's
+// resume, which the subscribe operation paid for. A refused charge ends the subscription with
+// its error; the pets sent carry their cursors, to resume from.
+func (s *sub) resume(ctx context.Context, afterID int64, paid bool) {
 	h := s.hub
 	last := afterID
-	for {
+	for page := 0; ; page++ {
+		if page > 0 || !paid {
+			if err := s.charge(ctx); err != nil {
+				if ctx.Err() != nil {
+					return // the subscriber left
+				}
+				h.mu.Lock()
+				if !s.cut {
+					s.endWith(apierr.From(err))
+				}
+				close(s.ch)
+				h.mu.Unlock()
+				return
+			}
+		}
 		pets, more, err := h.opts.Read(ctx, last, readPage, s.status)
 		if err != nil {
 			h.mu.Lock()
@@ -450,6 +474,36 @@ func (s *sub) resume(ctx context.Context, afterID int64) {
 		}
 		h.mu.Unlock()
 		return
+	}
+}
+
+// charge charges one request to the subscriber's key (RegistryOptions.Charge) for a page read
+// from the database, as a page of the listing is charged; without a connection or a limiter
+// it charges nothing.
+func (s *sub) charge(ctx context.Context) error {
+	c := s.conn
+	if c == nil || c.principal == nil || c.reg.opts.Charge == nil {
+		return nil
+	}
+	return c.reg.opts.Charge(ctx, c.principal)
+}
+
+// endWith removes s from the Hub and ends its subscription with err, not its connection: the
+// protocol's error message of the operation on a WebSocket, an error event before complete on
+// an SSE stream; hub.mu is held. Its channel is closed by whoever sends to it.
+func (s *sub) endWith(err *apierr.Error) {
+	s.hub.remove(s)
+	s.cut = true
+	switch {
+	case s.conn == nil:
+	case s.conn.ws: // read by the transport once the channel is closed
+		transport.AddSubscriptionError(s.ctx, &gqlerror.Error{Message: err.Message,
+			Extensions: map[string]any{"code": strings.ToUpper(string(err.Code))}})
+	default:
+		s.conn.endWith(err)
+	}
+	if !s.catching {
+		close(s.ch)
 	}
 }
 

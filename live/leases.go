@@ -37,7 +37,10 @@ var leasesScript = redis.NewScript(leasesSource)
 // script call that counts the leases of every instance against the cap (an SSE stream takes
 // its connection and its subscription in one call, both or neither). The instance renews its
 // leases every RenewEvery, all in one pipeline; one it does not renew (the instance died) ends
-// LeaseFor after its last renewal. A slot let go is removed at once. A key's sets are
+// LeaseFor after its last renewal. A renewal puts back a lease Redis lost (a restart without
+// persistence, a failover) only while the key is under its cap on every instance: the holder
+// of one it cannot put back is cut off (keep's lost), so that a key never holds more than its
+// cap once renewed. A slot let go is removed at once. A key's sets are
 // "{" + prefix + "live:k:" + id + "}:conns" and ":subs": one hash tag, so that every script call
 // runs on the node of that key's slot of a cluster.
 type Leases struct {
@@ -47,9 +50,10 @@ type Leases struct {
 	seq    atomic.Uint64
 
 	mu       sync.Mutex
-	held     map[string]map[string]struct{} // tokens held, by set: what renewals send
-	released map[string][]string            // tokens let go and not yet removed, by set
-	wake     chan struct{}                  // cap 1: something was let go
+	held     map[string]map[string]func() // tokens held, by set, each with what cuts off its holder
+	caps     map[string]int               // the cap of each set held: what renewals send
+	released map[string][]string          // tokens let go and not yet removed, by set
+	wake     chan struct{}                // cap 1: something was let go
 }
 
 // NewLeases returns the Leases of client, under keys that start with prefix (the rate
@@ -58,7 +62,8 @@ func NewLeases(client redis.UniversalClient, prefix string) *Leases {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
 	return &Leases{client: client, prefix: prefix, self: hex.EncodeToString(b[:]),
-		held: map[string]map[string]struct{}{}, released: map[string][]string{}, wake: make(chan struct{}, 1)}
+		held: map[string]map[string]func(){}, caps: map[string]int{}, released: map[string][]string{},
+		wake: make(chan struct{}, 1)}
 }
 
 // set returns the name of the set of kind ("conns" or "subs") of API key id.
@@ -97,18 +102,20 @@ func (l *Leases) take(ctx context.Context, sets, tokens []string, n int) (int, e
 	return -1, nil
 }
 
-// keep notes tokens as held in sets: renewals send them from now on (and add them to Redis
-// when it lost them, or never got them).
-func (l *Leases) keep(sets, tokens []string) {
+// keep notes tokens as held in sets, under the cap n: renewals send them from now on, and add
+// them to Redis when it lost them (or never got them) while the key is under n; lost cuts off
+// their holder when a renewal cannot, and they are held no more.
+func (l *Leases) keep(sets, tokens []string, n int, lost func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	for i, set := range sets {
 		held := l.held[set]
 		if held == nil {
-			held = map[string]struct{}{}
+			held = map[string]func(){}
 			l.held[set] = held
 		}
-		held[tokens[i]] = struct{}{}
+		held[tokens[i]] = lost
+		l.caps[set] = n
 	}
 }
 
@@ -139,12 +146,19 @@ func (l *Leases) release(set, token string) {
 	if _, held := tokens[token]; !held {
 		return
 	}
+	l.forget(set, token)
+	l.released[set] = append(l.released[set], token)
+	l.poke()
+}
+
+// forget notes token as no longer held in set; l.mu is held.
+func (l *Leases) forget(set, token string) {
+	tokens := l.held[set]
 	delete(tokens, token)
 	if len(tokens) == 0 {
 		delete(l.held, set)
+		delete(l.caps, set)
 	}
-	l.released[set] = append(l.released[set], token)
-	l.poke()
 }
 
 // run renews the leases every RenewEvery and removes those let go as they are, until ctx
@@ -170,14 +184,16 @@ func (l *Leases) run(ctx context.Context, failed func(error)) {
 	}
 }
 
-// renew sends one renewal per set held, renewBatch to a pipeline; it returns the first error.
+// renew sends one renewal per set held, renewBatch to a pipeline, and cuts off the holders of
+// the leases Redis had lost and could not take back under their key's cap (cutOff); it returns
+// the first error.
 func (l *Leases) renew(ctx context.Context) error {
 	l.mu.Lock()
 	sets := make([]string, 0, len(l.held))
 	args := make([][]any, 0, len(l.held))
 	for set, tokens := range l.held {
-		a := make([]any, 0, 2+len(tokens))
-		a = append(a, "renew", LeaseFor.Milliseconds())
+		a := make([]any, 0, 3+len(tokens))
+		a = append(a, "renew", LeaseFor.Milliseconds(), l.caps[set])
 		for tok := range tokens {
 			a = append(a, tok)
 		}
@@ -187,18 +203,39 @@ func (l *Leases) renew(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
 	defer cancel()
 	var first error
+	lost := map[string][]string{}
 	for start := 0; start < len(sets); start += renewBatch {
 		end := min(start+renewBatch, len(sets))
-		if err := l.renewBatch(ctx, sets[start:end], args[start:end]); err != nil && first == nil {
+		if err := l.renewBatch(ctx, sets[start:end], args[start:end], lost); err != nil && first == nil {
 			first = err
 		}
 	}
+	l.cutOff(lost)
 	return first
 }
 
+// cutOff forgets the tokens of lost, by set, that are still held, and cuts off their holders.
+func (l *Leases) cutOff(lost map[string][]string) {
+	var cuts []func()
+	l.mu.Lock()
+	for set, tokens := range lost {
+		for _, tok := range tokens {
+			if cut, held := l.held[set][tok]; held {
+				l.forget(set, tok)
+				cuts = append(cuts, cut)
+			}
+		}
+	}
+	l.mu.Unlock()
+	for _, cut := range cuts {
+		cut()
+	}
+}
+
 // renewBatch renews sets with args in one pipeline, and again with EVAL those that Redis
-// answered NOSCRIPT (a restarted node).
-func (l *Leases) renewBatch(ctx context.Context, sets []string, args [][]any) error {
+// answered NOSCRIPT (a restarted node); it adds to lost, by set, the tokens Redis had lost and
+// did not take back.
+func (l *Leases) renewBatch(ctx context.Context, sets []string, args [][]any, lost map[string][]string) error {
 	pipe := l.client.Pipeline()
 	cmds := make([]*redis.Cmd, len(sets))
 	for i, set := range sets {
@@ -215,12 +252,20 @@ func (l *Leases) renewBatch(ctx context.Context, sets []string, args [][]any) er
 	if reload {
 		_, _ = pipe.Exec(ctx)
 	}
-	for _, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return fmt.Errorf("live: renewing leases: %w", err)
+	var first error
+	for i, cmd := range cmds {
+		tokens, err := cmd.StringSlice()
+		if err != nil {
+			if first == nil {
+				first = fmt.Errorf("live: renewing leases: %w", err)
+			}
+			continue
+		}
+		if len(tokens) > 0 {
+			lost[sets[i]] = tokens
 		}
 	}
-	return nil
+	return first
 }
 
 // remove removes the leases let go, in one pipeline. Those it could not remove end by
@@ -261,6 +306,7 @@ func (l *Leases) releaseAll(ctx context.Context) error {
 		}
 	}
 	clear(l.held)
+	clear(l.caps)
 	l.mu.Unlock()
 	return l.remove(ctx)
 }

@@ -11,9 +11,11 @@
 -- take     ARGV[3] the cap, ARGV[4..] a new holder's token for each of KEYS, in order: drops
 --          the ended leases of each set and, when every one holds fewer than the cap, adds
 --          each its token. Returns {1, 0} when they were added, {0, i} when KEYS[i] is full.
--- renew    one key; ARGV[3..] tokens of the caller: each lease ends one lease from now, the
---          token added again when Redis lost it (a restart without persistence, a failover).
---          Returns the number held.
+-- renew    one key; ARGV[3] the cap, ARGV[4..] tokens of the caller: each lease still held ends
+--          one lease from now; a token Redis lost (a restart without persistence, a failover)
+--          is added again only while the set holds fewer than the cap, so that a renewal never
+--          takes a key past it (other instances may have taken the free slots meanwhile).
+--          Returns the tokens it could not add again, whose holders the caller cuts off.
 --
 -- Every write leaves its set expiring one lease from now, when every lease in it has ended.
 
@@ -41,15 +43,31 @@ if ARGV[1] == 'take' then
   return {1, 0}
 end
 
--- renew: ZADD in steps of 200 tokens, within the arguments Lua's unpack takes.
-local key, args = KEYS[1], {}
-for i = 3, #ARGV do
-  args[#args + 1] = now + lease
-  args[#args + 1] = ARGV[i]
-  if #args == 400 or i == #ARGV then
-    redis.call('ZADD', key, unpack(args))
+-- renew: those held first, ZADD XX in steps of 200 tokens (within the arguments Lua's unpack
+-- takes), then those lost while there is room.
+local key, cap, args, missing, lost = KEYS[1], tonumber(ARGV[3]), {}, {}, {}
+for i = 4, #ARGV do
+  if redis.call('ZSCORE', key, ARGV[i]) then
+    args[#args + 1] = now + lease
+    args[#args + 1] = ARGV[i]
+  else
+    missing[#missing + 1] = ARGV[i]
+  end
+  if #args == 400 or (i == #ARGV and #args > 0) then
+    redis.call('ZADD', key, 'XX', unpack(args))
     args = {}
   end
 end
-redis.call('PEXPIRE', key, lease)
-return redis.call('ZCARD', key)
+local n = redis.call('ZCARD', key)
+for _, tok in ipairs(missing) do
+  if n < cap then
+    redis.call('ZADD', key, now + lease, tok)
+    n = n + 1
+  else
+    lost[#lost + 1] = tok
+  end
+end
+if n > 0 then
+  redis.call('PEXPIRE', key, lease)
+end
+return lost

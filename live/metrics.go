@@ -29,7 +29,7 @@ func NewMetrics() *Metrics {
 		}),
 		cutOff: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "petstore_subscribers_cut_off_total",
-			Help: "Subscribers closed by the service, by reason: slow (buffer full), revoked (key revoked or suspended), shutdown, error.",
+			Help: "Subscribers closed by the service, by reason: slow (buffer full), revoked (key revoked or suspended), shutdown, over_cap (caps restored after Redis lost them), error.",
 		}, []string{"reason"}),
 		busErrors: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "petstore_subscription_publish_errors_total", Help: "Wake-ups that could not be published to Redis.",
@@ -58,6 +58,8 @@ func cutLabel(code int) string {
 		return "revoked"
 	case CloseGoingAway:
 		return "shutdown"
+	case CloseTooMany:
+		return "over_cap"
 	}
 	return "error"
 }

@@ -35,9 +35,9 @@ func IsStream(r *http.Request) bool {
 //
 // The stream is served as Upgrade serves a WebSocket: the body read, the connection is taken
 // from net/http and h runs on a goroutine of its own, writing the answer (chunked) with small
-// buffers, while another waits for the client to close; net/http's goroutine, its buffers and
-// the middleware's frames are freed, and the request is logged and timed once the stream is set
-// up. Where the connection cannot be taken (HTTP/2, HTTP/1.0), or the body cannot be read, h
+// buffers, while another waits for the client to close, or to send anything (watchClient);
+// net/http's goroutine, its buffers and the middleware's frames are freed, and the request is
+// logged and timed once the stream is set up. Where the connection cannot be taken (HTTP/2, HTTP/1.0), or the body cannot be read, h
 // runs in the request.
 func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
@@ -69,10 +69,10 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 		req := c.Request.WithContext(WithConn(ctx, conn))
 		req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
 		if err == nil && req.ProtoAtLeast(1, 1) { // HTTP/1.0 has no chunked bodies
-			if nc, _, err := http.NewResponseController(c.Writer).Hijack(); err == nil {
+			if nc, brw, err := http.NewResponseController(c.Writer).Hijack(); err == nil {
 				conn.setWriteDeadline(nc.SetWriteDeadline)
 				r.streams.Add(1)
-				go r.detach(nc, c.Writer.Header().Clone(), h, req, conn, cancel)
+				go r.detach(nc, brw.Reader.Buffered() > 0, c.Writer.Header().Clone(), h, req, conn, cancel)
 				return
 			}
 		}
@@ -99,27 +99,41 @@ func (r *Registry) track() bool {
 }
 
 // detach serves the stream req of conn with h on nc, taken from net/http, with header (the
-// middleware's) on its answer; cancel ends the stream, which ends when the client closes.
-func (r *Registry) detach(nc net.Conn, header http.Header, h http.Handler, req *http.Request, conn *Conn, cancel context.CancelFunc) {
+// middleware's) on its answer; cancel ends the stream. The stream ends when the client closes
+// the connection or sends anything (watchClient); sent says it already did: net/http had read
+// bytes past the request when the connection was taken.
+func (r *Registry) detach(nc net.Conn, sent bool, header http.Header, h http.Handler, req *http.Request, conn *Conn, cancel context.CancelFunc) {
 	defer r.streams.Done()
 	defer r.close(conn)
 	defer cancel()
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Time{}) // the server's timeouts of the request are over
 	boundSendBuffer(nc)
-	go func() {
-		buf := make([]byte, 16) // what the client may send after its request is dropped
-		for {
-			if _, err := nc.Read(buf); err != nil {
-				cancel()
-				return
-			}
-		}
-	}()
+	go watchClient(nc, sent, conn, cancel)
 	w := &chunkedWriter{bw: bufio.NewWriterSize(nc, wsBufferSize), header: header}
 	h.ServeHTTP(&sseWriter{ResponseWriter: w, deadline: nc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
 	_ = nc.SetWriteDeadline(time.Now().Add(r.opts.WriteTimeout))
 	w.end()
+}
+
+// errUnexpectedInput ends a stream whose client sent something after its request.
+var errUnexpectedInput = apierr.Invalid("an event stream's client sends nothing after its request; the stream ends at the first byte sent")
+
+// watchClient waits on nc, a stream's connection, for its client to close it, and then ends
+// the stream with cancel. An SSE client has nothing to send after its request, which was read
+// whole (within the body limit and the server's read timeout): the first byte it sends, or had
+// sent with the request (sent), ends the stream too, with an error event saying why, so that
+// nothing it sends is read past that byte. A read takes one byte at most.
+func watchClient(nc net.Conn, sent bool, conn *Conn, cancel context.CancelFunc) {
+	defer cancel()
+	if !sent {
+		var b [1]byte
+		n, _ := nc.Read(b[:])
+		sent = n > 0
+	}
+	if sent {
+		conn.endWith(errUnexpectedInput)
+	}
 }
 
 // errReader returns its error, or io.EOF for none: the end of a body read beforehand.
@@ -208,7 +222,8 @@ func (w *chunkedWriter) end() {
 }
 
 // sseWriter bounds each write of a stream with deadline, and puts an error event saying why
-// before the complete event of a stream that was cut off.
+// before the complete event of a stream that was cut off or ended with an error
+// (Conn.endEvent).
 type sseWriter struct {
 	http.ResponseWriter // and http.Flusher
 	deadline            func(time.Time) error
@@ -219,12 +234,12 @@ type sseWriter struct {
 var completeEvent = []byte("event: complete")
 
 // Write writes b within the write timeout, after an error event saying why when b completes a
-// stream that was cut off.
+// stream that was cut off or ended with an error.
 func (w *sseWriter) Write(b []byte) (int, error) {
 	_ = w.deadline(time.Now().Add(w.timeout))
 	if bytes.HasPrefix(b, completeEvent) {
-		if code, reason := w.conn.CutReason(); code != 0 {
-			_, _ = w.ResponseWriter.Write(errorEvent(code, reason))
+		if ev := w.conn.endEvent(); ev != nil {
+			_, _ = w.ResponseWriter.Write(ev)
 		}
 	}
 	n, err := w.ResponseWriter.Write(b)
@@ -240,16 +255,24 @@ func (w *sseWriter) Flush() {
 	w.ResponseWriter.(http.Flusher).Flush()
 }
 
-// errorEvent returns the next event of a GraphQL error saying why a stream ends.
-func errorEvent(code int, reason string) []byte {
-	c := apierr.Unavailable
-	if code == CloseForbidden {
-		c = apierr.Unauthorized
-	}
+// errorEvent returns the next event of a GraphQL error saying why a stream ends: code and
+// message as a response's error carries them.
+func errorEvent(code apierr.Code, message string) []byte {
 	b, _ := json.Marshal(map[string]any{"errors": []map[string]any{{
-		"message": reason, "extensions": map[string]any{"code": strings.ToUpper(string(c))},
+		"message": message, "extensions": map[string]any{"code": strings.ToUpper(string(code))},
 	}}})
 	return append(append([]byte("event: next\ndata: "), b...), "\n\n"...)
+}
+
+// cutCode returns the error code of a stream cut off with the close code code.
+func cutCode(code int) apierr.Code {
+	switch code {
+	case CloseForbidden:
+		return apierr.Unauthorized
+	case CloseTooMany:
+		return apierr.RateLimited
+	}
+	return apierr.Unavailable
 }
 
 // Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own

@@ -298,7 +298,6 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload,
 		return refuse(ctx, CloseTooMany, err)
 	}
 	c.ws = true
-	c.principal = p
 	c.setWriteDeadline(ws.net.SetWriteDeadline)
 	ws.conn.Store(c)
 	r.releasePending(st)
