@@ -64,19 +64,25 @@ func startServerLines(t *testing.T, extra ...string) (lines []string, stop conte
 	return lines, cancel, errc
 }
 
-// TestDebugListener checks that PETSTORE_DEBUG_ADDR serves the profiling endpoints on their own
-// listener, and that the API's listener does not.
-func TestDebugListener(t *testing.T) {
-	lines, _, _ := startServerLines(t, "PETSTORE_DEBUG_ADDR", "127.0.0.1:0")
-	var base, debug string
+// printedAddrs returns, from the lines serve printed, the API's base address and the address
+// on the line that starts with prefix.
+func printedAddrs(lines []string, prefix string) (base, other string) {
 	for _, line := range lines {
-		if addr, ok := strings.CutPrefix(line, "profiling endpoints on "); ok {
-			debug = addr
+		if addr, ok := strings.CutPrefix(line, prefix); ok {
+			other = addr
 		}
 		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
 			base = strings.Fields(addr)[0]
 		}
 	}
+	return base, other
+}
+
+// TestDebugListener checks that PETSTORE_DEBUG_ADDR serves the profiling endpoints on their own
+// listener, and that the API's listener does not.
+func TestDebugListener(t *testing.T) {
+	lines, _, _ := startServerLines(t, "PETSTORE_DEBUG_ADDR", "127.0.0.1:0")
+	base, debug := printedAddrs(lines, "profiling endpoints on ")
 	if debug == "" || base == "" {
 		t.Fatalf("serve printed %q; want the profiling address and the API's", lines)
 	}
@@ -96,15 +102,7 @@ func TestDebugListener(t *testing.T) {
 // own, with nothing else there, and that the API's listener then answers /metrics with 404.
 func TestMetricsListener(t *testing.T) {
 	lines, _, _ := startServerLines(t, "PETSTORE_METRICS_ADDR", "127.0.0.1:0")
-	var base, metrics string
-	for _, line := range lines {
-		if addr, ok := strings.CutPrefix(line, "metrics on "); ok {
-			metrics = addr
-		}
-		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
-			base = strings.Fields(addr)[0]
-		}
-	}
+	base, metrics := printedAddrs(lines, "metrics on ")
 	if metrics == "" || base == "" {
 		t.Fatalf("serve printed %q; want the metrics address and the API's", lines)
 	}

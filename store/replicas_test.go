@@ -49,20 +49,12 @@ func TestReplicaFreshness(t *testing.T) {
 func TestReplicaDownAtStart(t *testing.T) {
 	pair := dbtest.StartReplicaPair(t)
 	ctx := context.Background()
-	pair.Primary.Exec(t, "CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-	db, err := store.Open(ctx, pair.Primary.DSN("petstore"), store.DefaultPool)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = db.Close() })
-	if _, err := db.Migrate(ctx); err != nil {
-		t.Fatal(err)
-	}
-	pair.WaitApplied(t)
+	db := pair.Migrated(t)
 	if err := pair.Replica.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	urls := []string{pair.Replica.DSN("petstore"), "mysql://root@127.0.0.1:1/petstore"}
+	var err error
 	if db.Replicas, err = store.OpenReplicas(ctx, db, urls, store.DefaultPool); err != nil {
 		t.Fatalf("open replicas that refuse connections: %v; want them skipped", err)
 	}

@@ -35,9 +35,22 @@ type Server struct {
 func Replicated(tb testing.TB) (*store.DB, *ReplicaPair) {
 	tb.Helper()
 	pair := StartReplicaPair(tb)
+	db := pair.Migrated(tb)
+	var err error
+	if db.Replicas, err = store.OpenReplicas(context.Background(), db, []string{pair.Replica.DSN("petstore")}, store.DefaultPool); err != nil {
+		tb.Fatal(err)
+	}
+	WaitReady(tb, db.Replicas, 1)
+	return db, pair
+}
+
+// Migrated returns a fresh, migrated database petstore on the primary, once the replica has
+// applied it, without replicas attached.
+func (p *ReplicaPair) Migrated(tb testing.TB) *store.DB {
+	tb.Helper()
 	ctx := context.Background()
-	pair.Primary.Exec(tb, "CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
-	db, err := store.Open(ctx, pair.Primary.DSN("petstore"), store.DefaultPool)
+	p.Primary.Exec(tb, "CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")
+	db, err := store.Open(ctx, p.Primary.DSN("petstore"), store.DefaultPool)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -45,12 +58,8 @@ func Replicated(tb testing.TB) (*store.DB, *ReplicaPair) {
 	if _, err := db.Migrate(ctx); err != nil {
 		tb.Fatal(err)
 	}
-	pair.WaitApplied(tb)
-	if db.Replicas, err = store.OpenReplicas(ctx, db, []string{pair.Replica.DSN("petstore")}, store.DefaultPool); err != nil {
-		tb.Fatal(err)
-	}
-	WaitReady(tb, db.Replicas, 1)
-	return db, pair
+	p.WaitApplied(tb)
+	return db
 }
 
 // WaitReady waits up to 30 s until n replicas of rs may serve reads.
