@@ -15,7 +15,7 @@ import (
 // and builds the map of input unmarshallers; some 20 allocations that one field does not
 // need. lonePetsSchema runs such a query itself, as the generated _Query runs that field: the
 // same field contexts, root field middleware, recovery and null propagation, and the same
-// bytes (TestLonePetsMatchGeneric and FuzzLonePets compare the two). Every other operation
+// bytes (FuzzLonePets compares the two, on its seeds at every go test). Every other operation
 // takes the generated Exec.
 
 // lonePetsSchema is the executable schema, with lone-pets queries run by execLonePets.
