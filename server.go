@@ -66,6 +66,9 @@ const heapFloor = 22 << 20
 const heapHeadroom = 64 << 20
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "serve" {
+		startSmall()
+	}
 	if os.Getenv("GOGC") == "" {
 		heapfloor.Keep(heapFloor, heapHeadroom, defaultGOGC)
 	}
@@ -78,6 +81,39 @@ func main() {
 		}
 		os.Exit(1)
 	}
+}
+
+// smallStacks is the GODEBUG setting under which goroutines start with the smallest stack (2
+// KiB), not with the average the runtime has seen (adaptivestackstart, on by default). With
+// thousands of idle subscribers parked on stacks deeper than most, that average makes every new
+// goroutine start at 4 KiB, though most of a subscriber's need less (gqlgen's close watcher,
+// an SSE stream's reader and pinger): some 2 KiB of resident memory a subscriber. A goroutine
+// that needs more grows its stack once for each doubling: a keep-alive connection's once for
+// all its requests.
+const smallStacks = "adaptivestackstart=0"
+
+// startSmall runs the program again, in this process (exec), with smallStacks added to
+// GODEBUG, which the runtime reads only as the process starts; it returns, the program going
+// on as it is, when GODEBUG names adaptivestackstart already or the exec fails.
+func startSmall() {
+	godebug := os.Getenv("GODEBUG")
+	if strings.Contains(godebug, "adaptivestackstart=") {
+		return
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return
+	}
+	if godebug != "" {
+		godebug += ","
+	}
+	env := []string{"GODEBUG=" + godebug + smallStacks}
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "GODEBUG=") {
+			env = append(env, kv)
+		}
+	}
+	_ = syscall.Exec(exe, os.Args, env)
 }
 
 // errUsage marks a command line that names no command.
