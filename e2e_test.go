@@ -214,7 +214,7 @@ func TestShutdownDrains(t *testing.T) {
 	}
 }
 
-func waitHealthy(t *testing.T, base string) {
+func waitHealthy(t testing.TB, base string) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for time.Now().Before(deadline) {

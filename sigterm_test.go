@@ -183,7 +183,7 @@ func checkAcked(t *testing.T, acked, stored []int64) {
 // startServe runs this test binary as the service (serve) on a free loopback port, with env
 // (the whole environment: os.Environ() and more) and the listening address added; it is killed
 // when t ends. It returns the process and the base address, once /healthz answers.
-func startServe(t *testing.T, env ...string) (*exec.Cmd, string) {
+func startServe(t testing.TB, env ...string) (*exec.Cmd, string) {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "serve")
 	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
@@ -201,7 +201,7 @@ func startServe(t *testing.T, env ...string) (*exec.Cmd, string) {
 }
 
 // readStartup reads the server's base address from its stdout, and drains the rest.
-func readStartup(t *testing.T, lines *bufio.Scanner) string {
+func readStartup(t testing.TB, lines *bufio.Scanner) string {
 	t.Helper()
 	for lines.Scan() {
 		if addr, ok := strings.CutPrefix(lines.Text(), "petstore listening on "); ok {

@@ -29,6 +29,11 @@ import (
 // buffers (4 KiB each), kept by a stock upgrade, are dropped.
 const wsBufferSize = 512
 
+// wsReadBufferSize is the size of a WebSocket's read buffer: a client sends a few small
+// messages (connection_init, subscribe, pong), which a smaller buffer reads in more system
+// calls, and the buffer is held for as long as the socket lives.
+const wsReadBufferSize = 128
+
 // sendBufferBytes is the kernel's send buffer of a subscriber's connection (SO_SNDBUF, which
 // Linux doubles): some 800 events. Without it the kernel grows the buffer of a peer that stops
 // reading up to net.ipv4.tcp_wmem's maximum (4 MiB here), and holds it until the connection,
@@ -152,13 +157,14 @@ func (r *Registry) takePending(addr string) bool {
 	return true
 }
 
-// smallBuffers returns the buffers of a hijacked connection: wsBufferSize each, unless the
-// client already sent more than the request (then net/http's reader, which holds it).
+// smallBuffers returns the buffers of a hijacked connection: wsReadBufferSize and
+// wsBufferSize, unless the client already sent more than the request (then net/http's reader,
+// which holds it).
 func smallBuffers(conn net.Conn, brw *bufio.ReadWriter) *bufio.ReadWriter {
 	if brw.Reader.Buffered() > 0 {
 		return bufio.NewReadWriter(brw.Reader, bufio.NewWriterSize(conn, wsBufferSize))
 	}
-	return bufio.NewReadWriter(bufio.NewReaderSize(conn, wsBufferSize), bufio.NewWriterSize(conn, wsBufferSize))
+	return bufio.NewReadWriter(bufio.NewReaderSize(conn, wsReadBufferSize), bufio.NewWriterSize(conn, wsBufferSize))
 }
 
 // detachedWriter is the http.ResponseWriter of a hijacked upgrade: it writes the answer's
@@ -358,6 +364,7 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts tr
 	if err != nil {
 		return nil, err
 	}
+	dw.header = http.Header{} // the head is written and read: the socket's goroutine, which holds dw, need not hold it
 	ws := &wsConn{coderConn: conn, net: dw.conn, reg: i.reg}
 	st.ws = ws
 	i.reg.mu.Lock()

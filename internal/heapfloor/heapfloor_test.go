@@ -33,7 +33,7 @@ var sink [][]byte
 // takes past the floor, GOGC is the one given; stopped, GOGC is that one again.
 func TestFloor(t *testing.T) {
 	const floor = 48 << 20
-	stop := Keep(floor, 100)
+	stop := Keep(floor, 1<<40, 100)
 	defer stop()
 
 	goal, gogc := collectUntil(func(goal, _ uint64) bool { return goal >= floor })
@@ -54,5 +54,33 @@ func TestFloor(t *testing.T) {
 	stop()
 	if goal, gogc = collectUntil(func(goal, _ uint64) bool { return goal < floor/2 }); gogc != 100 || goal >= floor/2 {
 		t.Errorf("stopped: GOGC %d, heap goal %d MiB; want 100 and the few MiB it gives", gogc, goal>>20)
+	}
+}
+
+// TestHeadroom: with a live heap whose GOGC would let it grow by more than the headroom, the
+// goal is the headroom above it; with a small live heap, the floor; stopped, GOGC is the one
+// given again.
+func TestHeadroom(t *testing.T) {
+	const floor, headroom = 8 << 20, 16 << 20
+	stop := Keep(floor, headroom, 100)
+	defer stop()
+
+	for range 80 { // 80 MiB live, which GOGC 100 alone takes to a goal of some 160 MiB
+		sink = append(sink, make([]byte, 1<<20))
+	}
+	goal, gogc := collectUntil(func(_, gogc uint64) bool { return gogc < 100 })
+	if goal < 80<<20 || goal > 80<<20+headroom+headroom/4 {
+		t.Errorf("a live heap of 80 MiB: heap goal %d MiB (GOGC %d); want 80 MiB and at most the headroom, %d MiB, more",
+			goal>>20, gogc, headroom>>20)
+	}
+	sink = nil
+
+	goal, gogc = collectUntil(func(goal, _ uint64) bool { return goal < 40<<20 })
+	if goal < floor || goal > floor+floor/5 {
+		t.Errorf("a live heap of a few MiB: heap goal %d MiB (GOGC %d); want the floor, %d MiB", goal>>20, gogc, floor>>20)
+	}
+	stop()
+	if _, gogc = collectUntil(func(_, gogc uint64) bool { return gogc == 100 }); gogc != 100 {
+		t.Errorf("stopped: GOGC %d; want 100", gogc)
 	}
 }
