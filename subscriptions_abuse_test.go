@@ -143,3 +143,24 @@ func TestIDReusedRightAfterComplete(t *testing.T) {
 		})
 	}
 }
+
+// TestPersistedQueryHashesAreCharged: operations that name only a persisted query's hash (one
+// the server does not know, and so answers PERSISTED_QUERY_NOT_FOUND without parsing anything)
+// are charged to the key like any other operation, and count among the refusals in a row.
+func TestPersistedQueryHashesAreCharged(t *testing.T) {
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	_, before, _ := s.remaining(t, s.key)
+	w := s.connect(t, s.key)
+	for i := range live.MaxRefusedInRow {
+		w.rawSend(`{"type":"subscribe","id":"` + string(rune('a'+i)) + `","payload":{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` +
+			strings.Repeat("ab", 32) + `"}}}}`)
+	}
+	code, msgs := w.closeWithin(5 * time.Second)
+	if code != live.CloseBadRequest {
+		t.Fatalf("after %d hash-only operations: close %d, %d messages; want %d", live.MaxRefusedInRow, code, len(msgs), live.CloseBadRequest)
+	}
+	// One request for the socket, one for each operation, one for this check.
+	if _, after, _ := s.remaining(t, s.key); before-after != live.MaxRefusedInRow+2 {
+		t.Fatalf("budget %d -> %d; want %d spent", before, after, live.MaxRefusedInRow+2)
+	}
+}
