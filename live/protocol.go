@@ -22,8 +22,8 @@ var clientMessages = map[string]map[string]bool{
 }
 
 // protocolState is what a WebSocket's messages must agree with: whether connection_init came,
-// and the ids of the operations active, from the client's subscribe (start) to its complete
-// (stop) or the server's complete or error.
+// and the ids of the operations active, from the client's subscribe (start) to the server's
+// complete or error (which also follows a client's complete or stop).
 type protocolState struct {
 	mu     sync.Mutex
 	inited bool
@@ -37,11 +37,13 @@ var errProtocol = apiError("live: a message the protocol forbids")
 // checkMessage checks data, a message of the peer on a socket of subprotocol, before gqlgen's
 // transport reads it: it returns the close code and reason of a message the protocol forbids
 // (a second connection_init, an id already active, a message of another protocol or not
-// JSON), else 0. Only the type and id are decoded.
+// JSON, a connection_init whose payload is not an object, a subscribe whose payload is not an
+// operation: checkOperation), else 0. Only the type, id and payload's top level are decoded.
 func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, string) {
 	var m struct {
-		Type string `json:"type"`
-		ID   string `json:"id"`
+		Type    string          `json:"type"`
+		ID      string          `json:"id"`
+		Payload json.RawMessage `json:"payload"`
 	}
 	if err := json.Unmarshal(data, &m); err != nil {
 		return CloseBadRequest, "invalid message: " + err.Error()
@@ -60,10 +62,16 @@ func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, stri
 		if s.inited {
 			return CloseInitAgain, "Too many initialisation requests"
 		}
+		if p := bytes.TrimSpace(m.Payload); len(p) > 0 && !isKind(p, '{') {
+			return CloseBadRequest, "the payload of connection_init is not an object"
+		}
 		s.inited = true
 	case "subscribe", "start":
 		if m.ID == "" {
 			return CloseBadRequest, m.Type + " without an id"
+		}
+		if reason := checkOperation(m.Payload); reason != "" {
+			return CloseBadRequest, reason
 		}
 		if s.active[m.ID] {
 			return CloseDuplicateID, fmt.Sprintf("Subscriber for %s already exists", m.ID)
@@ -72,10 +80,52 @@ func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, stri
 			s.active = map[string]bool{}
 		}
 		s.active[m.ID] = true
-	case "complete", "stop":
-		delete(s.active, m.ID)
 	}
+	// A client's complete (stop) frees no id: its operation is active until the server's
+	// complete, which gqlgen sends once the operation's goroutine ends. Freed here, the id
+	// could start a second operation before the first ended, whose complete would then free
+	// the id of the second, and a third would run under it too.
 	return 0, ""
+}
+
+// checkOperation returns why payload, that of a subscribe (start), is not an operation as
+// gqlgen's transport reads it (graphql.RawParams: an object, or null, whose query and
+// operationName are strings and whose variables and extensions are objects, each of them
+// possibly null), or "". gqlgen answers such a payload with an "invalid json" error before the
+// operation is charged (Registry.Gate) or counted among the refusals in a row.
+func checkOperation(payload json.RawMessage) string {
+	p := bytes.TrimSpace(payload)
+	if len(p) == 0 {
+		return "an operation without a payload"
+	}
+	if !isKind(p, '{') {
+		return "the payload of an operation is not an object"
+	}
+	var op struct {
+		Query         json.RawMessage `json:"query"`
+		OperationName json.RawMessage `json:"operationName"`
+		Variables     json.RawMessage `json:"variables"`
+		Extensions    json.RawMessage `json:"extensions"`
+	}
+	if json.Unmarshal(p, &op) != nil {
+		return "the payload of an operation is not an object"
+	}
+	for _, f := range []struct {
+		name string
+		v    json.RawMessage
+		kind byte
+	}{{"query", op.Query, '"'}, {"operationName", op.OperationName, '"'}, {"variables", op.Variables, '{'}, {"extensions", op.Extensions, '{'}} {
+		if len(f.v) > 0 && !isKind(f.v, f.kind) {
+			return fmt.Sprintf("the %s of an operation is of the wrong type", f.name)
+		}
+	}
+	return ""
+}
+
+// isKind reports whether v, a JSON value without surrounding space, is null or starts with
+// first ('{' an object, '"' a string).
+func isKind(v []byte, first byte) bool {
+	return v[0] == first || string(v) == "null"
 }
 
 // sent notes b, a message written to the peer: the server's complete or error ends the
