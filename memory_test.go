@@ -41,8 +41,10 @@ func TestGCTuningAsShipped(t *testing.T) {
 			}
 			_, base := startServe(t, append(env, "PETSTORE_DB="+dsn, "PETSTORE_ENV=development", "PETSTORE_LOG_LEVEL=error")...)
 
-			// Requests until the process has collected twice: the goal after the first
-			// collection is the first one set by the tuning.
+			// Requests until the process has collected twice (the goal after the first
+			// collection is the first one set by the tuning) and, with GOGC unset, until the
+			// goal is the floor: the tuning runs on the runtime's cleanup goroutine after each
+			// collection, which a loaded machine may run late. A lost tuning never gets there.
 			var goal float64
 			for deadline := time.Now().Add(20 * time.Second); ; {
 				for range 200 {
@@ -54,11 +56,15 @@ func TestGCTuningAsShipped(t *testing.T) {
 					resp.Body.Close()
 				}
 				m := scrape(t, base)
-				if goal = m["go_memstats_next_gc_bytes"]; m["go_gc_duration_seconds_count"] >= 2 {
+				goal = m["go_memstats_next_gc_bytes"]
+				if m["go_gc_duration_seconds_count"] >= 2 && (tc.gogc != "" || goal >= tc.min) {
 					break
 				}
 				if time.Now().After(deadline) {
-					t.Fatalf("no two collections within 20 s; %v so far", m["go_gc_duration_seconds_count"])
+					if m["go_gc_duration_seconds_count"] < 2 {
+						t.Fatalf("no two collections within 20 s; %v so far", m["go_gc_duration_seconds_count"])
+					}
+					break
 				}
 			}
 			if goal < tc.min || goal > tc.max {
