@@ -72,10 +72,15 @@ func New(cfg Config, store Counters) (*Limiter, error) {
 // and answers 429 rate_limited or key_suspended itself when the request is rejected. A
 // request whose key could not be checked (auth.Unchecked: the database is down) is charged to
 // nobody: it is answered 503 unavailable at once, so that an outage never spends an address's
-// budget nor leads to a suspension.
+// budget nor leads to a suspension; but for one from an address over its budget that Gate let
+// through to a read that was not made, which gets the address's 429 that Gate counted.
 func (l *Limiter) Middleware(c *gin.Context) {
 	r := c.Request
 	if err := auth.Unchecked(c); err != nil {
+		if v, ok := c.Get(refusedKey); ok { // the gate let the read go on, but none was made
+			l.reject(c, AddrSubject(clientaddr.From(r)), v.(Decision))
+			return
+		}
 		l.unchecked(c, err)
 		return
 	}
