@@ -21,6 +21,7 @@ run:
 # (Redocly and Spectral, on the served document) print their counts; go test's summary stays last.
 test:
 	$(GO) vet ./...
+	cd perf && $(GO) vet ./... && $(GO) test -count=1 ./...
 	tools/graphql-audit/run.sh
 	tools/openapi-lint/run.sh
 	$(GO) test -count=1 ./...
@@ -112,20 +113,20 @@ reference-assets:
 	reference/update-assets.sh
 
 # Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
-# (tools/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
+# (perf/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
 bench:
-	$(GO) run ./tools/bench/cmd $(BENCHFLAGS)
+	cd perf && $(GO) run ./bench/cmd $(BENCHFLAGS)
 
 # Every workload for 2 s on 1,000 rows (CI): only failed or non-2xx requests fail it.
 bench-smoke:
-	$(GO) run ./tools/bench/cmd -smoke $(BENCHFLAGS)
+	cd perf && $(GO) run ./bench/cmd -smoke $(BENCHFLAGS)
 
 # Load and soak test (not part of `make test`): about 3-5 minutes against MySQL and Redis,
 # with a real restart in the middle of a MariaDB of its own (free port, temporary data
 # directory; mariadbd and mariadb-install-db needed): the machine's MariaDB is never touched.
 soak:
-	$(GO) run ./tools/soak
+	cd perf && $(GO) run ./soak
 
 # The same for 20 s with a 2 s outage.
 soak-smoke:
-	$(GO) run ./tools/soak -smoke
+	cd perf && $(GO) run ./soak -smoke

@@ -21,7 +21,7 @@ func FuzzAppend(f *testing.F) {
 	})
 }
 
-// BenchmarkAppend writes the names tools/bench seeds (half of them not ASCII).
+// BenchmarkAppend writes the names perf/bench seeds (half of them not ASCII).
 func BenchmarkAppend(b *testing.B) {
 	names := []string{"Rex 1", "Luna 2", "Mía 3", "Félix 4", "Śnieżka 5", "小虎 6", "Max 7", "Bella 8"}
 	buf := make([]byte, 0, 256)

@@ -1,7 +1,7 @@
 // Package mariadbd runs MariaDB servers of the caller's own: a fresh data directory made by
 // mariadb-install-db (root without a password), a loopback port, small buffers and the binary
 // log on (any of them can be a primary). The tests' primary and replica (internal/dbtest) and
-// the soak's restarted database (tools/soak) are started here, so that nothing that stops or
+// the soak's restarted database (perf/soak) are started here, so that nothing that stops or
 // restarts a database ever touches the machine's own MariaDB: a Server signals only the
 // process it started.
 package mariadbd

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"petstore/tools/bench/internal/loadgen"
+	"petstore/perf/bench/internal/loadgen"
 )
 
 // results are what the rounds measured.

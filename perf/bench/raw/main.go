@@ -18,8 +18,8 @@ import (
 	"syscall"
 
 	"petstore/auth"
+	"petstore/perf/bench/internal/benchsrv"
 	"petstore/store"
-	"petstore/tools/bench/internal/benchsrv"
 )
 
 func main() {

@@ -22,7 +22,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/tools/bench/internal/loadgen"
+	"petstore/perf/bench/internal/loadgen"
 )
 
 func main() {

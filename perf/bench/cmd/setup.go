@@ -57,12 +57,13 @@ func repoRoot() (string, error) {
 // when it starts (evict).
 func build(ctx context.Context, root, dir string, log io.Writer) (bins map[string]string, err error) {
 	bins = map[string]string{}
-	for name, pkg := range map[string]string{"service": ".", "direct": "./tools/bench/direct", "raw": "./tools/bench/raw"} {
+	// The service from its module at root; the comparison servers from the perf module.
+	for name, pkg := range map[string][2]string{"service": {".", "."}, "direct": {"perf", "./bench/direct"}, "raw": {"perf", "./bench/raw"}} {
 		bins[name] = filepath.Join(dir, name)
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", bins[name], pkg)
-		cmd.Dir, cmd.Stdout, cmd.Stderr = root, log, log
+		cmd := exec.CommandContext(ctx, "go", "build", "-o", bins[name], pkg[1])
+		cmd.Dir, cmd.Stdout, cmd.Stderr = filepath.Join(root, pkg[0]), log, log
 		if err := cmd.Run(); err != nil {
-			return nil, fmt.Errorf("go build %s: %w", pkg, err)
+			return nil, fmt.Errorf("go build %s: %w", pkg[1], err)
 		}
 		if err := evict(bins[name]); err != nil {
 			return nil, fmt.Errorf("%s: %w", bins[name], err)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"petstore/tools/bench/internal/loadgen"
+	"petstore/perf/bench/internal/loadgen"
 )
 
 // The rows of the table, in the order each round runs them. POST runs last in a round: it

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"petstore/tools/bench/internal/loadgen"
+	"petstore/perf/bench/internal/loadgen"
 )
 
 // cellStats are the medians across rounds of one row against one server.

@@ -26,9 +26,9 @@ import (
 
 	"petstore/auth"
 	"petstore/migrations"
+	"petstore/perf/bench/internal/benchsrv"
 	"petstore/ratelimit"
 	"petstore/store"
-	"petstore/tools/bench/internal/benchsrv"
 )
 
 func main() {
