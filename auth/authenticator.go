@@ -95,16 +95,17 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Princ
 }
 
 // Resolve is Authenticate for a request outside the HTTP chain (a WebSocket's
-// connection_init), with the chain's guard: beforeRead, when not nil, is called before the key
-// table is read for a key this server has not found valid (a possible guess), and its error is
-// returned instead of reading. Identify, Gate and Lookup do the same for an HTTP request.
-func (a *Authenticator) Resolve(ctx context.Context, header string, beforeRead func(context.Context) error) (*Principal, error) {
+// connection_init), with the chain's guard: beforeRead, when not nil, is called with the key's
+// hash before the key table is read for a key this server has not found valid (a possible
+// guess), and its error is returned instead of reading. Identify, Gate and Lookup do the same
+// for an HTTP request.
+func (a *Authenticator) Resolve(ctx context.Context, header string, beforeRead func(ctx context.Context, hash string) error) (*Principal, error) {
 	hash, p, err := a.cached(header)
 	if hash == "" {
 		return p, err
 	}
 	if beforeRead != nil && !a.knownValid(hash) && !a.underWay(hash) {
-		if err := beforeRead(ctx); err != nil {
+		if err := beforeRead(ctx, hash); err != nil {
 			return nil, err
 		}
 	}

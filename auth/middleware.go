@@ -50,10 +50,10 @@ func (a *Authenticator) Lookup(c *gin.Context) {
 
 // Pending reports whether Identify left the request's key for Lookup to read: a well-formed key
 // whose lookup is not cached.
-func Pending(c *gin.Context) bool {
-	hash := c.GetString(pendingKey)
-	return hash != ""
-}
+func Pending(c *gin.Context) bool { return PendingHash(c) != "" }
+
+// PendingHash returns the hash of the key Identify left for Lookup to read, "" for none.
+func PendingHash(c *gin.Context) string { return c.GetString(pendingKey) }
 
 // settle puts p in the request context, or leaves err for Require when p is nil.
 func settle(c *gin.Context, p *Principal, err error) {

@@ -9,10 +9,10 @@ import (
 	"petstore/auth"
 )
 
-// Resolve authenticates an Authorization header value, calling beforeRead, when not nil,
-// before the key table is read for a key not known valid, and returning its error instead of
-// reading (auth.Authenticator.Resolve).
-type Resolve func(ctx context.Context, header string, beforeRead func(context.Context) error) (*auth.Principal, error)
+// Resolve authenticates an Authorization header value, calling beforeRead, when not nil, with
+// the key's hash before the key table is read for a key not known valid, and returning its error
+// instead of reading (auth.Authenticator.Resolve).
+type Resolve func(ctx context.Context, header string, beforeRead func(ctx context.Context, hash string) error) (*auth.Principal, error)
 
 // Authenticate identifies and charges a request made outside the HTTP chain (a WebSocket's
 // connection_init) from the client address addr, its key in header, as Gate, auth.Lookup and
@@ -24,8 +24,8 @@ type Resolve func(ctx context.Context, header string, beforeRead func(context.Co
 func (l *Limiter) Authenticate(ctx context.Context, addr netip.Addr, header string, resolve Resolve) (*auth.Principal, error) {
 	subj := AddrSubject(addr)
 	var refused *Decision // the address's, when the gate let the read go on
-	p, err := resolve(ctx, header, func(ctx context.Context) error {
-		d, readAnyway, err := l.gate(ctx, subj)
+	p, err := resolve(ctx, header, func(ctx context.Context, hash string) error {
+		d, readAnyway, err := l.gate(ctx, subj, hash)
 		switch {
 		case err != nil && !l.failOpen:
 			l.noteFailure(ctx, err)

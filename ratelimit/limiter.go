@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -31,6 +32,7 @@ type Limiter struct {
 	observe  func(Outcome, string) // Config.OnDecision; nil for none
 	// overBudget allows the key-table reads of Config.OverBudgetKeyReads; nil for none.
 	overBudget *rate.Limiter
+	allowed    recentReads // keys whose over-budget read was allowed a moment ago
 
 	storeErrors atomic.Uint64
 	degraded    atomic.Bool  // a store failure has not been followed by a success yet
@@ -121,7 +123,7 @@ func (l *Limiter) Gate(c *gin.Context) {
 	}
 	r := c.Request
 	subj := AddrSubject(clientaddr.From(r))
-	d, readAnyway, err := l.gate(r.Context(), subj)
+	d, readAnyway, err := l.gate(r.Context(), subj, auth.PendingHash(c))
 	switch {
 	case err != nil && !l.failOpen:
 		l.storeFailed(c, l.anon, err)
@@ -137,11 +139,12 @@ func (l *Limiter) Gate(c *gin.Context) {
 // key it let through to the key table.
 const refusedKey = "ratelimit.refused"
 
-// gate checks, without charging, the room of the address subj before a key it sent is read
-// from the key table; for an address with none, readAnyway reports whether the read may go on
-// (Config.OverBudgetKeyReads). A refusal is counted toward the address's suspension; a store
-// failure is returned for the caller's policy, not noted.
-func (l *Limiter) gate(ctx context.Context, subj Subject) (d Decision, readAnyway bool, err error) {
+// gate checks, without charging, the room of the address subj before the key with hash it sent
+// is read from the key table; for an address with none, readAnyway reports whether the read
+// may go on (Config.OverBudgetKeyReads: one read of each key spends one, however many requests
+// send it at once). A refusal is counted toward the address's suspension; a store failure is
+// returned for the caller's policy, not noted.
+func (l *Limiter) gate(ctx context.Context, subj Subject, hash string) (d Decision, readAnyway bool, err error) {
 	d, err = l.store.Check(ctx, subj, l.anon)
 	if err != nil {
 		return d, false, err
@@ -152,7 +155,48 @@ func (l *Limiter) gate(ctx context.Context, subj Subject) (d Decision, readAnywa
 	if l.observe != nil {
 		l.observe(d.Outcome, AnonymousPlan)
 	}
-	return d, l.overBudget != nil && l.overBudget.Allow(), nil
+	return d, l.overBudget != nil && l.allowed.allow(hash, l.overBudget), nil
+}
+
+// recentFor is how long a key whose over-budget read was allowed lets the requests that send
+// it at the same moment through without spending another: its read is then under way, or its
+// answer cached.
+const recentFor = time.Second
+
+// recentReads are the keys (by hash) whose over-budget read was allowed less than recentFor
+// ago, so that a burst of requests with one key that no instance cache holds (browser tabs
+// reconnecting after a restart) spends one read of the allowance, not one a request.
+type recentReads struct {
+	mu   sync.Mutex
+	at   map[string]time.Time
+	last time.Time // of the last sweep of expired entries
+}
+
+// allow reports whether the key with hash may be read: it was allowed a moment ago, or bucket
+// allows one more read now.
+func (r *recentReads) allow(hash string, bucket *rate.Limiter) bool {
+	now := time.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t, ok := r.at[hash]; ok && now.Sub(t) < recentFor {
+		return true
+	}
+	if !bucket.Allow() {
+		return false
+	}
+	if r.at == nil {
+		r.at = map[string]time.Time{}
+	}
+	if now.Sub(r.last) > recentFor { // the bucket bounds the map to its reads of one second
+		for h, t := range r.at {
+			if now.Sub(t) >= recentFor {
+				delete(r.at, h)
+			}
+		}
+		r.last = now
+	}
+	r.at[hash] = now
+	return true
 }
 
 // unchecked answers 503 to a request whose key could not be checked, charging nothing and
