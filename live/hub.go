@@ -477,15 +477,13 @@ func (s *sub) resume(ctx context.Context, afterID int64, paid bool) {
 	}
 }
 
-// charge charges one request to the subscriber's key (RegistryOptions.Charge) for a page read
-// from the database, as a page of the listing is charged; without a connection or a limiter
-// it charges nothing.
+// charge charges one request to the subscriber's key for a page read from the database, as a
+// page of the listing is charged (Conn.charge); without a connection it charges nothing.
 func (s *sub) charge(ctx context.Context) error {
-	c := s.conn
-	if c == nil || c.principal == nil || c.reg.opts.Charge == nil {
+	if s.conn == nil {
 		return nil
 	}
-	return c.reg.opts.Charge(ctx, c.principal)
+	return s.conn.charge(ctx)
 }
 
 // endWith removes s from the Hub and ends its subscription with err, not its connection: the

@@ -16,11 +16,20 @@ const MaxRefusedInRow = 10
 // to the connection's key, refuses it. It is asked before the operation is parsed, so that
 // refused operations are charged too. Other operations were charged as HTTP requests.
 func (r *Registry) Gate(ctx context.Context) error {
-	c := ConnFrom(ctx)
-	if c == nil || !c.ws || r.opts.Charge == nil {
+	if c := ConnFrom(ctx); c != nil && c.ws {
+		return c.charge(ctx)
+	}
+	return nil
+}
+
+// charge charges one request to c's key (RegistryOptions.Charge): an operation sent on a
+// WebSocket, or a page of pets read from the database for one of its subscriptions. Without a
+// limiter it charges nothing.
+func (c *Conn) charge(ctx context.Context) error {
+	if c.reg.opts.Charge == nil {
 		return nil
 	}
-	return r.opts.Charge(ctx, c.principal)
+	return c.reg.opts.Charge(ctx, c.principal)
 }
 
 // Admitted is told that an operation passed every check and runs: the run of refused
