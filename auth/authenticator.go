@@ -58,9 +58,8 @@ type Authenticator struct {
 	unknown    map[string]cacheEntry // keys unknown or revoked at their last lookup, by key hash
 	maxUnknown int                   // bound of unknown: maxUnknownEntries
 	flight     singleflight.Group
-	reading    map[string]int // lookups under way, by key hash: another joins them at no cost
-	stale      time.Duration  // StaleIfError
-	downUntil  atomic.Int64   // Unix nanoseconds before which the key table is not read: a read failed
+	stale      time.Duration // StaleIfError
+	downUntil  atomic.Int64  // Unix nanoseconds before which the key table is not read: a read failed
 }
 
 type cacheEntry struct {
@@ -79,7 +78,7 @@ func NewAuthenticator(db *gorm.DB, prefix string, ttl, queryTimeout time.Duratio
 		queryTimeout = store.DefaultTimeout
 	}
 	return &Authenticator{db: db, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
-		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, reading: map[string]int{}, maxUnknown: maxUnknownEntries,
+		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries,
 		stale: StaleIfError}
 }
 
@@ -104,7 +103,7 @@ func (a *Authenticator) Resolve(ctx context.Context, header string, beforeRead f
 	if hash == "" {
 		return p, err
 	}
-	if beforeRead != nil && !a.knownValid(hash) && !a.underWay(hash) {
+	if beforeRead != nil && !a.knownValid(hash) {
 		if err := beforeRead(ctx, hash); err != nil {
 			return nil, err
 		}
@@ -146,15 +145,6 @@ func (a *Authenticator) knownValid(hash string) bool {
 	return ok
 }
 
-// underWay reports whether a lookup of the key with hash is under way: a request for the same
-// key waits for its answer, and costs no read of its own.
-func (a *Authenticator) underWay(hash string) bool {
-	a.mu.RLock()
-	n := a.reading[hash]
-	a.mu.RUnlock()
-	return n > 0
-}
-
 // lookup reads the key with hash from the key table, once for every caller waiting on it, and
 // caches the answer. When the table cannot be read (or could not within the last downFor),
 // a lookup cached less than StaleIfError ago answers instead; else the key is unchecked: an
@@ -164,19 +154,11 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, er
 	err := errDown
 	if now.UnixNano() >= a.downUntil.Load() {
 		var v any
-		a.mu.Lock()
-		a.reading[hash]++
-		a.mu.Unlock()
 		v, err, _ = a.flight.Do(hash, func() (any, error) {
 			// Shared by every caller waiting on this key: not cancelled with the first one.
 			// Each read of the table has its own timeout (take).
 			return a.load(context.WithoutCancel(ctx), hash, now)
 		})
-		a.mu.Lock()
-		if a.reading[hash]--; a.reading[hash] == 0 {
-			delete(a.reading, hash)
-		}
-		a.mu.Unlock()
 		if err == nil {
 			return v.(cacheEntry).answer()
 		}

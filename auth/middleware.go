@@ -19,7 +19,7 @@ const (
 // cached puts its Principal in the request context (read with FromContext); a missing,
 // malformed or cached unknown key leaves the request without one, so that the rate limiter
 // counts it by client address, and Require answers it. A key that was valid when its expired
-// lookup was made is read again at once, and one whose lookup is under way joins it. Any other well-formed key, one this server has not
+// lookup was made is read again at once. Any other well-formed key, one this server has not
 // found valid, is left for Lookup (Pending reports it), so that the rate limiter can refuse an
 // address over its budget before the key table is read for a guess.
 func (a *Authenticator) Identify(c *gin.Context) {
@@ -27,7 +27,7 @@ func (a *Authenticator) Identify(c *gin.Context) {
 	switch {
 	case hash == "":
 		settle(c, p, err)
-	case a.knownValid(hash) || a.underWay(hash):
+	case a.knownValid(hash):
 		p, err = a.lookup(c.Request.Context(), hash)
 		settle(c, p, err)
 	default:
