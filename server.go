@@ -576,6 +576,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		return rest.Deps{}, err
 	}
 	gql := graph.NewHandler(resolver, gqlOpts)
+	origins := rest.AllowsOrigin(cfg.CORSOrigins) // the browser origins a WebSocket may come from
 	return rest.Deps{
 		Resolver:   resolver,
 		GraphQL:    gql,
@@ -592,8 +593,8 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 		Metrics:    metrics,
 		MetricsOff: cfg.MetricsAddr != "",
 		Ready:      db.Ready,
-		Upgrade:    subs.Upgrade(rest.AllowsOrigin(cfg.CORSOrigins), limiter.ClientAddr, gql),
-		Keyless:    live.KeylessUpgrade(rest.AllowsOrigin(cfg.CORSOrigins)),
+		Upgrade:    subs.Upgrade(origins, limiter.ClientAddr, gql),
+		Keyless:    live.KeylessUpgrade(origins),
 		Stream:     subs.Stream(gql),
 		Shutdown:   subs.Shutdown,
 	}, nil

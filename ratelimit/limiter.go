@@ -87,9 +87,11 @@ func (l *Limiter) Middleware(c *gin.Context) {
 		return
 	}
 	subj, p := l.subject(r)
-	if v, ok := c.Get(refusedKey); ok && subj.KeyID == 0 {
-		l.reject(c, subj, v.(Decision)) // the gate counted it; its key was no valid one
-		return
+	if subj.KeyID == 0 { // a valid key's request never looks
+		if v, ok := c.Get(refusedKey); ok {
+			l.reject(c, subj, v.(Decision)) // the gate counted it; its key was no valid one
+			return
+		}
 	}
 	d, err := l.store.Take(r.Context(), subj, p)
 	if err != nil {
