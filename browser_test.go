@@ -15,7 +15,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // chromiumPath is where Debian's chromium package installs the browser.

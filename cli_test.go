@@ -16,7 +16,7 @@ import (
 	"testing"
 
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/internal/version"
 	"petstore/store"
 )

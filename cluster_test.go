@@ -20,7 +20,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

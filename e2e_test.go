@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"petstore/client"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // startServer runs `petstore serve` in process on a free port and returns its base address, the

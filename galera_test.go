@@ -21,7 +21,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/idempotency"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

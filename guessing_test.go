@@ -13,7 +13,7 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/rest"
 	"petstore/store"
 )

@@ -13,8 +13,8 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/idempotency"
-	"petstore/internal/apitest"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/apitest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 	"petstore/tracing"
 )

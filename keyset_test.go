@@ -18,7 +18,7 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // TestGCTuningAsShipped runs the program as a process and reads its heap goal from /metrics

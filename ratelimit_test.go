@@ -18,8 +18,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
 	"petstore/internal/jsonbody"
+	"petstore/internal/testkit/dbtest"
 	"petstore/observe"
 	"petstore/rest"
 	"petstore/store"

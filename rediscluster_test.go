@@ -17,7 +17,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // TestRedisClusterService runs two instances of the service, each with its own client made by

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"petstore/auth"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
 )

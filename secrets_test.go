@@ -8,7 +8,7 @@ import (
 	"sync"
 	"testing"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // hostilePasswords do not survive url.Parse unescaped; their pieces between special characters

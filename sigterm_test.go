@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
 )

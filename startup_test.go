@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"

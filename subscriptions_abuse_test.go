@@ -10,7 +10,7 @@ import (
 	"github.com/coder/websocket"
 
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/live"
 )
 

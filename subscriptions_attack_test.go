@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

@@ -27,7 +27,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

@@ -19,7 +19,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/live"
 )
 

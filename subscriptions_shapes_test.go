@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
 )

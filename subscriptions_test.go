@@ -20,7 +20,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"

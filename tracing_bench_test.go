@@ -13,7 +13,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/observe"
 	"petstore/store"
 	"petstore/tracing"

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/dbtest"
-	"petstore/internal/faultproxy"
+	"petstore/internal/testkit/dbtest"
+	"petstore/internal/testkit/faultproxy"
 	"petstore/migrations"
 	"petstore/store"
 )

@@ -11,7 +11,7 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/apierr"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // TestStaleIfError closes the database: a key found valid keeps its principal, and a key found

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"petstore/graph"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 func TestRedisAPQCache(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"petstore/graph"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
 )

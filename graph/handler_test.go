@@ -18,7 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/graph"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/graph"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 )
 
 // numbered returns n copies of format, each %d in it replaced by the copy's index, joined by

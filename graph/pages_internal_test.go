@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )

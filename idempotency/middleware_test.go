@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/dbtest"
 	"petstore/internal/jsonbody"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )

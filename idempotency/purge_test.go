@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"petstore/internal/dblock"
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

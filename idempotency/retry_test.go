@@ -4,7 +4,7 @@ import (
 	"net/http"
 	"testing"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 )
 

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 )
 

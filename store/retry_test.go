@@ -10,7 +10,7 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"petstore/internal/dbtest"
+	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )

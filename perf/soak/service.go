@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"petstore/internal/mariadbd"
+	"petstore/internal/testkit/mariadbd"
 )
 
 // The run's services: the machine's Redis, and a database on a mariadbd of the run's own.

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"petstore/internal/dbtest"
-	"petstore/internal/mariadbd"
+	"petstore/internal/testkit/dbtest"
+	"petstore/internal/testkit/mariadbd"
 )
 
 // TestStopStart stops a server of the test's own and starts it again: same port, same data,

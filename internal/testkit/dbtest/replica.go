@@ -11,7 +11,7 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the admin connections
 
-	"petstore/internal/mariadbd"
+	"petstore/internal/testkit/mariadbd"
 	"petstore/store"
 )
 

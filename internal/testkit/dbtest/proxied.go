@@ -5,7 +5,7 @@ import (
 	"net/url"
 	"testing"
 
-	"petstore/internal/faultproxy"
+	"petstore/internal/testkit/faultproxy"
 	"petstore/migrations"
 	"petstore/store"
 )
