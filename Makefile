@@ -50,33 +50,33 @@ image:
 	$(ENGINE) $(ENGINE_FLAGS) build -f Containerfile --build-arg VERSION=$(VERSION) --build-arg REVISION=$(COMMIT) \
 		--build-arg CREATED=$$(date -u +%Y-%m-%dT%H:%M:%SZ) -t $(IMAGE) .
 
-# Builds the image and checks it (image_test.go): its user and files, and the binary taken out
+# Builds the image and checks it (e2e/ops_image_test.go): its user and files, and the binary taken out
 # of it serving on the SQLite default. Containers are not run: the test runs the binary.
 image-test: image
 	PETSTORE_TEST_IMAGE=$(IMAGE) PETSTORE_TEST_ENGINE="$(ENGINE) $(ENGINE_FLAGS)" \
-		$(GO) test -tags image -count=1 -run '^TestImage$$' -v .
+		$(GO) test -tags image -count=1 -run '^TestImage$$' -v ./e2e/
 
-# A rolling restart under load (cluster_test.go, about 15 s): three instances on MariaDB and
+# A rolling restart under load (e2e/ops_cluster_test.go, about 15 s): three instances on MariaDB and
 # Redis behind a real HAProxy configured by deploy/haproxy.cfg (Debian's haproxy package), each
 # restarted in turn with SIGTERM; no request may fail, and the pets stored must be exactly those
 # acknowledged with 201.
 cluster-test:
-	$(GO) vet -tags cluster .
-	$(GO) test -tags cluster -count=1 -run '^TestRollingRestart$$' -v .
+	$(GO) vet -tags cluster ./e2e/
+	$(GO) test -tags cluster -count=1 -run '^TestRollingRestart$$' -v ./e2e/
 
-# The database cut for 30 s under load, then a minute of recovery (outage_test.go, about 95 s;
+# The database cut for 30 s under load, then a minute of recovery (e2e/ops_outage_test.go, about 95 s;
 # make test runs the same test with a 3 s cut): valid keys get only 200 or 503, never 401 or 429.
 outage-test:
-	PETSTORE_TEST_OUTAGE=30s $(GO) test -count=1 -run '^TestOutageUnderLoad$$' -v .
+	PETSTORE_TEST_OUTAGE=30s $(GO) test -count=1 -run '^TestOutageUnderLoad$$' -v ./e2e/
 
 # A real 3-node MariaDB Galera cluster (internal/testkit/dbtest.StartGalera: its own datadirs and free
 # ports, galera-4 and rsync from Debian; a cluster per test, about 10 minutes in all): one
 # instance per node; read-your-writes across instances with and without causal reads, paging
 # while two nodes take writes, instances starting at once, a node killed under load and
-# rejoining, POSTs a second (galera_test.go).
+# rejoining, POSTs a second (e2e/paging_galera_test.go).
 galera-test:
-	$(GO) vet -tags galera .
-	$(GO) test -tags galera -count=1 -run '^TestGalera' -v .
+	$(GO) vet -tags galera ./e2e/
+	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/
 
 # Regenerates graph/generated.go from graph/schema.graphqls with the gqlgen pinned in go.mod,
 # its list marshalling pointed at graph.marshalList (tools/gqlgen; see graph/slice.go), and

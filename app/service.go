@@ -1,0 +1,181 @@
+// Package app wires the service: it builds each part from the configuration, in the order
+// the parts depend on each other (metrics, rate limiter, records, subscriptions, resolvers,
+// GraphQL, router), and runs the commands of the petstore program (cli.go): serve (serve.go),
+// migrate and keys (keys.go).
+package app
+
+import (
+	"context"
+	"net/http"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/redis/go-redis/v9"
+
+	"petstore/auth"
+	"petstore/config"
+	"petstore/graph"
+	"petstore/idempotency"
+	"petstore/live"
+	"petstore/observe"
+	"petstore/playground"
+	"petstore/ratelimit"
+	"petstore/reference"
+	"petstore/rest"
+	"petstore/store"
+	"petstore/tracing"
+)
+
+// Service is the wired service: its whole HTTP handler and the parts Serve runs beside it.
+type Service struct {
+	Handler http.Handler // the API: REST, GraphQL, subscriptions, pages, health checks
+	Metrics http.Handler // the Prometheus handler, for PETSTORE_METRICS_ADDR
+	// Deps are what Handler's router serves, for tests and benchmarks that serve a router with
+	// one part replaced.
+	Deps    rest.Deps
+	records *idempotency.Records
+	drain   *drainer
+}
+
+// CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
+func (s *Service) CloseStreams() { s.drain.closeStreams() }
+
+// New wires the service on db, with its rate limits, persisted queries and subscription leases
+// in rdb when it is not nil (else in process). tr traces requests, GraphQL operations and
+// resolvers; nil installs no tracing. The statements and commands of db and rdb are traced
+// when they were opened and instrumented by tr.
+func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer) (*Service, error) {
+	metrics, err := newMetrics(db)
+	if err != nil {
+		return nil, err
+	}
+	limiter, err := newLimiter(cfg, rdb, tr, metrics)
+	if err != nil {
+		return nil, err
+	}
+	records, err := idempotency.New(db.DB, cfg.Idempotency())
+	if err != nil {
+		return nil, err
+	}
+	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
+	authn.Replicas = db.Replicas
+	resolver := graph.NewResolver(db, cfg.DBTimeout)
+	subs, err := newLive(cfg, db, rdb, resolver, authn, limiter, metrics)
+	if err != nil {
+		return nil, err
+	}
+	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs))
+	drain := &drainer{closeStreams: subs.reg.Shutdown}
+	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr})
+	if err != nil {
+		return nil, err
+	}
+	return &Service{
+		Handler: drain.Middleware(rest.NoSniff(rest.CORS(cfg.CORSOrigins, rest.NewRouter(deps)))),
+		Metrics: metrics.Handler(),
+		Deps:    deps,
+		records: records,
+		drain:   drain,
+	}, nil
+}
+
+// newMetrics returns the service's Prometheus metrics, db's connection pool among them.
+func newMetrics(db *store.DB) (*observe.Metrics, error) {
+	metrics, err := observe.NewMetrics(prometheus.NewRegistry())
+	if err != nil {
+		return nil, err
+	}
+	return metrics, metrics.RegisterDB(db.SQL())
+}
+
+// newLimiter returns the rate limiter of cfg, counting in rdb when it is not nil, else in
+// process, its decisions and store errors counted by metrics.
+func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics) (*ratelimit.Limiter, error) {
+	var counters ratelimit.Counters = ratelimit.NewMemoryCounters(nil)
+	if rdb != nil {
+		rs := ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix)
+		rs.PipelineContext = tr.PipelineContext()
+		counters = rs
+	}
+	rl := cfg.RateLimit
+	rl.OnDecision = metrics.ObserveDecision
+	limiter, err := ratelimit.New(rl, counters)
+	if err != nil {
+		return nil, err
+	}
+	return limiter, metrics.RegisterStoreErrors(limiter.StoreErrors)
+}
+
+// graphqlOptions returns cfg's GraphQL options with what the wiring adds: persisted queries in
+// rdb when it is not nil, the tracer's extension, and the subscriptions' transports and gate.
+func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions) graph.Options {
+	opts := cfg.GraphQL
+	if rdb != nil {
+		opts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
+	}
+	opts.Tracer = tr.GraphQL()
+	opts.Websocket, opts.SSE, opts.Gate = &subs.ws, true, subs.reg
+	return opts
+}
+
+// parts are the wired parts that the router serves.
+type parts struct {
+	db       *store.DB
+	resolver *graph.Resolver
+	gql      http.Handler
+	authn    *auth.Authenticator
+	limiter  *ratelimit.Limiter
+	records  *idempotency.Records
+	metrics  *observe.Metrics
+	subs     subscriptions
+	drain    *drainer
+	tr       *tracing.Tracer
+}
+
+// newDeps returns what the router serves: p, the documents and pages, the client address of
+// cfg's proxies, and the request log (traced when p.tr is not nil).
+func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
+	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	proxies, err := cfg.Proxies()
+	if err != nil {
+		return rest.Deps{}, err
+	}
+	var traceID func(context.Context) string
+	if p.tr != nil {
+		traceID = tracing.TraceID
+	}
+	requestLog := &observe.RequestLog{TraceID: traceID} // to slog.Default(), set up by withConfig
+	origins := rest.AllowsOrigin(cfg.CORSOrigins)       // the browser origins a WebSocket may come from
+	return rest.Deps{
+		Resolver:   p.resolver,
+		GraphQL:    p.gql,
+		OpenAPI:    doc,
+		Playground: playground.Handler("/v1/graphql"),
+		Reference:  reference.Handler("/v1/openapi.json"),
+		SDL:        graph.SDL(),
+		Identify:   p.authn.Identify,
+		Lookup:     p.authn.Lookup,
+		Limit:      p.limiter,
+		Idempotent: p.records.Middleware,
+		ClientAddr: proxies.Middleware,
+		RequestLog: requestLog.Middleware,
+		Trace:      p.tr.Middleware(),
+		Metrics:    p.metrics,
+		MetricsOff: cfg.MetricsAddr != "",
+		Ready:      p.db.Ready,
+		Draining:   p.drain.Draining,
+		Upgrade:    p.subs.reg.Upgrade(origins, p.limiter.ClientAddr, p.gql),
+		Keyless:    live.KeylessUpgrade(origins),
+		Stream:     p.subs.reg.Stream(p.gql),
+	}, nil
+}
+
+// subscriptions are the wired petAdded subscription: the Registry of its connections, and the
+// WebSocket transport that authenticates them.
+type subscriptions struct {
+	reg *live.Registry
+	ws  transport.Websocket
+}

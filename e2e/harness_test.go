@@ -1,0 +1,148 @@
+package e2e
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"petstore/app"
+	"petstore/auth"
+	"petstore/config"
+	"petstore/internal/testkit/apitest"
+	"petstore/internal/testkit/dbtest"
+	"petstore/rest"
+	"petstore/store"
+	"petstore/tracing"
+)
+
+// testAPI is the real handler of the service over a fresh database, with a business-plan key,
+// and a validator that checks every response against the served OpenAPI document.
+type testAPI struct {
+	h   http.Handler
+	db  *store.DB
+	cfg config.Config
+	key string
+	v   *apitest.Validator
+}
+
+// forEachStore runs fn against a fresh testAPI on each store.
+func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
+	t.Helper()
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) { fn(t, newTestAPI(t, db)) })
+}
+
+func newTestAPI(t testing.TB, db *store.DB) *testAPI {
+	t.Helper()
+	return newTestAPIConfig(t, db, config.Default())
+}
+
+// newTestAPIConfig is newTestAPI with the settings of cfg.
+func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
+	t.Helper()
+	h, err := newHandler(cfg, db, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
+	api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
+	return api
+}
+
+// newHandler returns the service's whole HTTP handler (app.New) without tracing.
+func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (http.Handler, error) {
+	return newTracedHandler(cfg, db, rdb, nil)
+}
+
+// newTracedHandler is newHandler traced by tr.
+func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer) (http.Handler, error) {
+	svc, err := app.New(cfg, db, rdb, tr)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Handler, nil
+}
+
+// newDeps returns what the router of the service on db (and rdb when not nil) serves, for
+// tests and benchmarks that serve a router with one part replaced.
+func newDeps(t testing.TB, cfg config.Config, db *store.DB, rdb redis.UniversalClient) rest.Deps {
+	t.Helper()
+	svc, err := app.New(cfg, db, rdb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return svc.Deps
+}
+
+// validator returns a validator of answers against the OpenAPI document that h serves.
+func validator(t testing.TB, h http.Handler) *apitest.Validator {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/v1/openapi.json", nil))
+	if rec.Code != http.StatusOK {
+		t.Fatalf("GET /v1/openapi.json: got %d; want 200", rec.Code)
+	}
+	return apitest.NewValidator(t, rec.Body.Bytes())
+}
+
+func (api *testAPI) createKey(t testing.TB, spec auth.KeySpec) string {
+	t.Helper()
+	key, _, err := auth.CreateKey(context.Background(), api.db.DB, api.cfg.KeyPrefix(), spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return key
+}
+
+// request describes one HTTP exchange; by default it carries the API key and, with a body,
+// Content-Type: application/json.
+type request struct {
+	method, path, body string
+	header             http.Header // replaces the defaults for the headers it names
+	noAuth             bool
+	remoteAddr         string // the client's address; httptest's 192.0.2.1:1234 when empty
+}
+
+// response is what the service answered.
+type response struct {
+	status int
+	header http.Header
+	body   string
+}
+
+// do sends req through the real handler and checks the answer against the OpenAPI document.
+func (api *testAPI) do(t *testing.T, req request) response {
+	t.Helper()
+	var body io.Reader
+	if req.body != "" {
+		body = strings.NewReader(req.body)
+	}
+	r := httptest.NewRequest(req.method, req.path, body)
+	if req.body != "" {
+		r.Header.Set("Content-Type", "application/json")
+	}
+	if !req.noAuth {
+		r.Header.Set("Authorization", "Bearer "+api.key)
+	}
+	if req.remoteAddr != "" {
+		r.RemoteAddr = req.remoteAddr
+	}
+	for k, vs := range req.header {
+		r.Header[k] = vs
+	}
+	rec := httptest.NewRecorder()
+	api.h.ServeHTTP(rec, r)
+	api.v.Check(t, r, rec.Code, rec.Header(), rec.Body.Bytes())
+	return response{status: rec.Code, header: rec.Header(), body: rec.Body.String()}
+}
+
+func get(path string) request { return request{method: http.MethodGet, path: path} }
+
+func post(path, body string) request { return request{method: http.MethodPost, path: path, body: body} }
+
+// dbtestSQLite returns a fresh SQLite database, for tests that do not depend on the store.
+func dbtestSQLite(t *testing.T) *store.DB { return dbtest.New(t, "sqlite") }

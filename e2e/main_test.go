@@ -1,0 +1,25 @@
+// Package e2e holds the service's end-to-end tests: each drives the real wiring (app.New behind
+// httptest, or the program itself as a child process) through its public surface, on both stores
+// where the behaviour concerns storage. Files are named by what they show: rest_, graphql_,
+// idempotency_, ratelimit_, paging_, subscriptions_, pages_, tracing_ and ops_ (start-up,
+// shutdown, outages, the cluster and the image).
+package e2e
+
+import (
+	"log/slog"
+	"os"
+	"testing"
+
+	"petstore/app"
+)
+
+// TestMain lets the test binary act as the petstore binary, so that a test can run the real
+// program as a child process and send it real signals.
+func TestMain(m *testing.M) {
+	if os.Getenv("PETSTORE_TEST_AS_BINARY") == "1" {
+		os.Exit(app.Main(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	}
+	// Tests and benchmarks log only failures: a line per request would drown their output.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+	os.Exit(m.Run())
+}
