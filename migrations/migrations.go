@@ -34,16 +34,14 @@ const migrateLockWait = 5 * time.Minute
 // On MySQL the whole of goose's work, its first look at the version table included, runs under
 // a named lock (GET_LOCK, internal/dblock), so that of instances starting at once one migrates
 // and the others wait in the server, which wakes the next as soon as the lock is free, then
-// find nothing to apply. Goose's own lock table was taken only after that first look: on a
-// fresh database the others raced to create the version table (a second's retry, or "missing
-// zero version migration" for one that saw the table before its first row), and then polled
-// the lock every 5 s.
+// find nothing to apply. Goose's own lock is taken only after that first look, so on a fresh
+// database instances would race to create the version table ("missing zero version
+// migration"), and its waiters poll.
 //
 // On a Galera cluster the named lock holds on one node only, so there the lock is a lease,
 // a row that two nodes cannot both insert (dblock): of instances starting on different nodes
 // one migrates and the others poll until it is done. goose's own start (creating its version
-// table and its first row) is not safe to run on two nodes at once: all three instances of
-// TestGaleraStartTogether failed with "missing zero version migration" under node-local locks.
+// table and its first row) is not safe to run on two nodes at once (TestGaleraStartTogether).
 func Apply(ctx context.Context, db *sql.DB, dialect string) (int, error) {
 	switch dialect {
 	case SQLite:

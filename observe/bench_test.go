@@ -67,7 +67,7 @@ func BenchmarkRequestLog(b *testing.B) {
 }
 
 // BenchmarkRequestLogSlog is BenchmarkRequestLog with the lines written by slog's JSON
-// handler (NewLogHandler), as before NewJSONLogHandler.
+// handler (NewLogHandler): the generic path that NewJSONLogHandler bypasses.
 func BenchmarkRequestLogSlog(b *testing.B) {
 	rl := NewRequestLog(slog.New(NewLogHandler(slog.NewJSONHandler(io.Discard, nil))))
 	benchServe(b, benchRouter(b, rl.Middleware))

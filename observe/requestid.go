@@ -40,8 +40,8 @@ func withRequestID(ctx context.Context, id string) context.Context {
 	return &idContext{Context: ctx, id: id}
 }
 
-// idContext is a context carrying a request ID: one allocation, where context.WithValue took
-// a second for the string as an any.
+// idContext is a context carrying a request ID: one allocation, where context.WithValue takes
+// a second to box the string as an any.
 type idContext struct {
 	context.Context
 	id string
@@ -120,7 +120,7 @@ func NewLogHandler(h slog.Handler) slog.Handler { return logHandler{Handler: h} 
 
 // NewJSONLogHandler returns NewLogHandler(slog.NewJSONHandler(w, opts)), whose request lines
 // RequestLog writes to w itself, in the JSON the handler would write (the same fields, strings
-// escaped as encoding/json escapes them), without slog's generic encoder: that encoder was
+// escaped as encoding/json escapes them), without slog's generic encoder: that encoder costs
 // about 5% of the CPU of a loaded instance. Handlers derived from it with WithAttrs or
 // WithGroup, and options with ReplaceAttr or AddSource, leave every line to slog.
 func NewJSONLogHandler(w io.Writer, opts *slog.HandlerOptions) slog.Handler {

@@ -24,8 +24,8 @@ import (
 const (
 	maxBatch = 128 // calls in one pipeline
 	// maxPipelines is how many pipelines may be in flight at once, each on its own connection.
-	// One makes the largest batches: with two, a busy key's requests were split between them
-	// and redis-server spent a third more CPU per request, for no gain in throughput.
+	// One makes the largest batches: with two, a busy key's requests split between them and
+	// redis-server spends a third more CPU per request, for no gain in throughput.
 	maxPipelines = 1
 )
 

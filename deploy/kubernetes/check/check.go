@@ -1,9 +1,9 @@
 // Package check reads the Kubernetes manifests of deploy/kubernetes offline, with no cluster:
 // each document is decoded strictly into its k8s.io/api type, chosen by apiVersion and kind, so
 // that an unknown kind, a mistyped or misplaced field and a field given twice all fail. Its
-// tests (check_test.go) run the decoder on every file and check that the manifests agree with
-// each other and with the service's shutdown. It is a module of its own so that the service's
-// module gains no dependency: `make ops-check` runs it.
+// tests run the decoder on every file and check that the manifests agree with each other and
+// with the service's shutdown. It is a module of its own so that the service's module gains no
+// dependency: `make ops-check` runs it.
 package check
 
 import (
