@@ -57,8 +57,7 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
-	authn.Replicas = db.Replicas
+	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	resolver := graph.NewResolver(db, cfg.DBTimeout)
 	subs, err := newLive(cfg, db, rdb, resolver, authn, limiter, metrics)
 	if err != nil {
@@ -93,9 +92,7 @@ func newMetrics(db *store.DB) (*observe.Metrics, error) {
 func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics) (*ratelimit.Limiter, error) {
 	var counters ratelimit.Counters = ratelimit.NewMemoryCounters(nil)
 	if rdb != nil {
-		rs := ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix)
-		rs.PipelineContext = tr.PipelineContext()
-		counters = rs
+		counters = ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix, tr.PipelineContext())
 	}
 	rl := cfg.RateLimit
 	rl.OnDecision = metrics.ObserveDecision

@@ -72,7 +72,7 @@ func TestAuthenticatorCachesAndRevocationBound(t *testing.T) {
 			t.Fatal(err)
 		}
 		now := time.Unix(1_800_000_000, 0)
-		a := NewAuthenticator(db.DB, TestPrefix, 10*time.Second, 0)
+		a := NewAuthenticator(db.DB, nil, TestPrefix, 10*time.Second, 0)
 		a.now = func() time.Time { return now }
 
 		p, err := a.Authenticate(ctx, "Bearer "+key)
@@ -123,7 +123,7 @@ func TestAuthenticatorDatabaseDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = db.Close()
-	_, err = NewAuthenticator(db.DB, TestPrefix, 0, 0).Authenticate(context.Background(), "Bearer "+key)
+	_, err = NewAuthenticator(db.DB, nil, TestPrefix, 0, 0).Authenticate(context.Background(), "Bearer "+key)
 	if apierr.From(err).Code != apierr.Unavailable {
 		t.Errorf("database down: got %v; want unavailable", err)
 	}
@@ -155,7 +155,7 @@ func TestGuessFloodKeepsValidKeysCached(t *testing.T) {
 		t.Fatal(err)
 	}
 	now := time.Unix(1_800_000_000, 0)
-	a := NewAuthenticator(db.DB, TestPrefix, 10*time.Second, 0)
+	a := NewAuthenticator(db.DB, nil, TestPrefix, 10*time.Second, 0)
 	a.now = func() time.Time { return now }
 	a.maxUnknown = 10
 	if _, err := a.Authenticate(ctx, "Bearer "+key); err != nil {

@@ -42,12 +42,8 @@ const maxUnknownEntries = 100_000
 // Authenticator checks bearer keys: well-formedness without a database read, then a lookup of
 // the key's hash, cached for a bounded time so that a warm request reads no key table.
 type Authenticator struct {
-	// Replicas, when set before the first request, serve the lookups that find a valid key on
-	// a fresh replica; a key unknown or revoked there is read again on the primary, so that a
-	// key created a moment ago is not cached as unknown.
-	Replicas *store.Replicas
-
 	db           *gorm.DB
+	replicas     *store.Replicas // nil: every lookup reads the primary
 	prefix       string
 	ttl          time.Duration
 	queryTimeout time.Duration
@@ -69,15 +65,18 @@ type cacheEntry struct {
 
 // NewAuthenticator returns an Authenticator for the keys with prefix stored in db, caching
 // each lookup for ttl (DefaultCacheTTL when ttl is zero or negative) and giving each read of
-// the key table at most queryTimeout (store.DefaultTimeout when zero or negative).
-func NewAuthenticator(db *gorm.DB, prefix string, ttl, queryTimeout time.Duration) *Authenticator {
+// the key table at most queryTimeout (store.DefaultTimeout when zero or negative). replicas,
+// when not nil, serve the lookups that find a valid key on a fresh replica; a key unknown or
+// revoked there is read again on the primary, so that a key created a moment ago is not cached
+// as unknown.
+func NewAuthenticator(db *gorm.DB, replicas *store.Replicas, prefix string, ttl, queryTimeout time.Duration) *Authenticator {
 	if ttl <= 0 {
 		ttl = DefaultCacheTTL
 	}
 	if queryTimeout <= 0 {
 		queryTimeout = store.DefaultTimeout
 	}
-	return &Authenticator{db: db, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
+	return &Authenticator{db: db, replicas: replicas, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
 		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries,
 		stale: StaleIfError}
 }
@@ -220,12 +219,12 @@ func (a *Authenticator) load(ctx context.Context, hash string, now time.Time) (c
 // read returns the record of the key with hash: from a fresh replica when it has the key
 // unrevoked, else from the primary. Each read takes at most a.queryTimeout.
 func (a *Authenticator) read(ctx context.Context, hash string) (models.APIKey, error) {
-	if rd, ok := a.Replicas.Pick(); ok {
+	if rd, ok := a.replicas.Pick(); ok {
 		rctx, cancel := rd.Context(ctx)
 		rec, err := a.take(rctx, rd.DB, hash)
 		cancel()
 		served := err == nil && rec.RevokedAt == nil
-		a.Replicas.Release(rd, served, err)
+		a.replicas.Release(rd, served, err)
 		if served {
 			return rec, nil
 		}

@@ -23,7 +23,7 @@ func TestStaleIfError(t *testing.T) {
 	}
 	unknown := NewKey(TestPrefix)
 	now := time.Unix(1_800_000_000, 0)
-	a := NewAuthenticator(db.DB, TestPrefix, 10*time.Second, 0)
+	a := NewAuthenticator(db.DB, nil, TestPrefix, 10*time.Second, 0)
 	a.now = func() time.Time { return now }
 	if p, err := a.Authenticate(ctx, "Bearer "+valid); err != nil || p.KeyID != rec.ID {
 		t.Fatalf("Authenticate before the outage: got %+v, %v", p, err)

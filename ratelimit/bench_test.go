@@ -45,7 +45,7 @@ func BenchmarkMemoryTakeAddr(b *testing.B) {
 
 // BenchmarkRedisTake is the Redis decision: one script call, one round trip.
 func BenchmarkRedisTake(b *testing.B) {
-	s, ctx := NewRedisCounters(testRedis(b), testPrefix(b)), context.Background()
+	s, ctx := NewRedisCounters(testRedis(b), testPrefix(b), nil), context.Background()
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
@@ -73,7 +73,7 @@ func BenchmarkTakeParallel(b *testing.B) {
 					var pipelines, calls, scripts atomic.Int64
 					if name == "redis" {
 						rdb = testRedis(b)
-						rs := NewRedisCounters(rdb, testPrefix(b))
+						rs := NewRedisCounters(rdb, testPrefix(b), nil)
 						rs.onPipeline = func(c, s int) { pipelines.Add(1); calls.Add(int64(c)); scripts.Add(int64(s)) }
 						defer func() {
 							b.ReportMetric(float64(calls.Load())/float64(pipelines.Load()), "calls/pipeline")
@@ -136,7 +136,7 @@ func BenchmarkMiddleware(b *testing.B) {
 	p := &auth.Principal{KeyID: 1, Plan: plan}
 	stores := map[string]func() Counters{
 		"memory": func() Counters { return NewMemoryCounters(nil) },
-		"redis":  func() Counters { return NewRedisCounters(testRedis(b), testPrefix(b)) },
+		"redis":  func() Counters { return NewRedisCounters(testRedis(b), testPrefix(b), nil) },
 	}
 	for _, name := range []string{"off", "memory", "redis"} {
 		b.Run(name, func(b *testing.B) {

@@ -37,7 +37,7 @@ func newClusterInstances(t *testing.T, c *dbtest.RedisCluster, cfgs ...Config) [
 	}
 	var out []clusterInstance
 	for _, cfg := range cfgs {
-		s := NewRedisCounters(c.Client(t), prefix)
+		s := NewRedisCounters(c.Client(t), prefix, nil)
 		s.clock = clock.Now
 		lim := newLimiter(t, cfg, s)
 		out = append(out, clusterInstance{store: s, lim: lim, h: newRouter(t, lim, plans)})

@@ -1,7 +1,6 @@
 package ratelimit
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -52,10 +51,6 @@ type Config struct {
 	// safe for concurrent use. It is not called when the store fails (see
 	// Limiter.StoreErrors). Default: nil.
 	OnDecision func(outcome Outcome, plan string)
-
-	// PipelineContext is RedisCounters.PipelineContext (set it there; New ignores it), for
-	// tracing. Default: nil.
-	PipelineContext func(first context.Context) context.Context
 }
 
 // DefaultConfig returns the documented defaults.

@@ -89,7 +89,7 @@ func proxiedStore(t *testing.T) (*faultproxy.Proxy, *RedisCounters) {
 	opts.DialTimeout, opts.ReadTimeout, opts.WriteTimeout = time.Second, time.Second, time.Second
 	c := redis.NewClient(opts)
 	t.Cleanup(func() { _ = c.Close() })
-	s := NewRedisCounters(c, testPrefix(t))
+	s := NewRedisCounters(c, testPrefix(t), nil)
 	s.clock = newFakeClock().Now
 	return proxy, s
 }

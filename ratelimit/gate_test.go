@@ -50,7 +50,7 @@ func gatedStore(t *testing.T) (*RedisCounters, *gate, *pipelineSizes) {
 	for _, cn := range warm {
 		_ = cn.Close()
 	}
-	s := NewRedisCounters(c, testPrefix(t))
+	s := NewRedisCounters(c, testPrefix(t), nil)
 	s.clock = newFakeClock().Now
 	sizes := &pipelineSizes{}
 	s.onPipeline = sizes.add

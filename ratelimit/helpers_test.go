@@ -56,7 +56,7 @@ type storeCase struct {
 var storeCases = []storeCase{
 	{"memory", func(_ *testing.T, clock func() time.Time) Counters { return NewMemoryCounters(clock) }},
 	{"redis", func(t *testing.T, clock func() time.Time) Counters {
-		s := NewRedisCounters(testRedis(t), testPrefix(t))
+		s := NewRedisCounters(testRedis(t), testPrefix(t), nil)
 		s.clock = clock
 		return s
 	}},

@@ -140,8 +140,8 @@ func (s *RedisCounters) next(sd *sender) bool {
 func (s *RedisCounters) exec(sd *sender) {
 	ctx := context.Background()
 	sent := sd.form()
-	if s.PipelineContext != nil && sent > 0 {
-		ctx = s.PipelineContext(sd.first())
+	if s.pipelineContext != nil && sent > 0 {
+		ctx = s.pipelineContext(sd.first())
 	}
 	for i := range sd.groups {
 		g := &sd.groups[i]

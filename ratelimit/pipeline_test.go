@@ -231,7 +231,7 @@ func TestRedisUnreachable(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			before := runtime.NumGoroutine()
 			c := tt.client(t)
-			s := NewRedisCounters(c, "test:unreachable:")
+			s := NewRedisCounters(c, "test:unreachable:", nil)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
 			var wg sync.WaitGroup

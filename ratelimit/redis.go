@@ -43,11 +43,9 @@ type RedisCounters struct {
 	// tests only: called for every pipeline sent with the number of Takes it decides and of
 	// script calls it carries.
 	onPipeline func(calls, scripts int)
-	// PipelineContext, when not nil, returns the context a pipeline is sent with from that of
-	// the first Take it decides, such as one carrying that Take's trace span without its
-	// deadline (tracing.PipelineContext); nil: context.Background(). Set it before the first
-	// Take.
-	PipelineContext func(first context.Context) context.Context
+	// pipelineContext, when not nil, returns the context a pipeline is sent with from that of
+	// the first Take it decides; nil: context.Background().
+	pipelineContext func(first context.Context) context.Context
 
 	mu      sync.Mutex
 	queue   []*call   // calls waiting for a pipeline
@@ -65,8 +63,12 @@ type RedisCounters struct {
 // runs on the node of that key's slot, and a cluster pipeline is split by node, each part sent
 // to its node at once (go-redis follows MOVED and ASK redirections). NOSCRIPT is handled per
 // script call, so a node restarted without the script gets it again by itself.
-func NewRedisCounters(client redis.UniversalClient, prefix string) *RedisCounters {
-	return &RedisCounters{client: client, prefix: prefix, script: takeScript}
+//
+// pipelineContext, when not nil, returns the context a pipeline is sent with from that of the
+// first Take it decides, such as one carrying that Take's trace span without its deadline
+// (tracing.Tracer.PipelineContext); nil sends pipelines with context.Background().
+func NewRedisCounters(client redis.UniversalClient, prefix string, pipelineContext func(first context.Context) context.Context) *RedisCounters {
+	return &RedisCounters{client: client, prefix: prefix, script: takeScript, pipelineContext: pipelineContext}
 }
 
 // Take implements Counters: its decision is sent in a pipeline with those of concurrent Takes, in

@@ -15,7 +15,7 @@ var keyPolicy = Policy{PerMinute: 60, PerDay: 1000, Suspension: DefaultConfig().
 
 func TestRedisUsesServerTime(t *testing.T) {
 	t.Parallel()
-	s := NewRedisCounters(testRedis(t), testPrefix(t))
+	s := NewRedisCounters(testRedis(t), testPrefix(t), nil)
 	d, err := s.Take(context.Background(), KeySubject(1), keyPolicy)
 	if err != nil {
 		t.Fatalf("Take: %v", err)
@@ -29,7 +29,7 @@ func TestRedisKeys(t *testing.T) {
 	t.Parallel()
 	prefix := testPrefix(t)
 	c := testRedis(t)
-	s := NewRedisCounters(c, prefix)
+	s := NewRedisCounters(c, prefix, nil)
 	s.clock = newFakeClock().Now // TTLs then follow the fake clock, far in the future
 	tests := []struct {
 		subject Subject
@@ -65,7 +65,7 @@ func TestRedisScriptReloaded(t *testing.T) {
 	c := testRedis(t)
 	nonce := make([]byte, 8)
 	_, _ = rand.Read(nonce)
-	s := NewRedisCounters(c, testPrefix(t))
+	s := NewRedisCounters(c, testPrefix(t), nil)
 	s.script = redis.NewScript(takeSource + "\n-- " + hex.EncodeToString(nonce))
 	ctx := context.Background()
 	if ok, err := c.ScriptExists(ctx, s.script.Hash()).Result(); err != nil || ok[0] {

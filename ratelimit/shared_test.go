@@ -20,7 +20,7 @@ func TestStoresAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	mem := NewMemoryCounters(clock.Now)
-	red := NewRedisCounters(testRedis(t), testPrefix(t))
+	red := NewRedisCounters(testRedis(t), testPrefix(t), nil)
 	red.clock = clock.Now
 	subjects := []Subject{KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("2001:db8::1"))}
 	p := Policy{PerMinute: 4, PerDay: 9, Suspension: Suspension{
@@ -62,7 +62,7 @@ func TestScriptBatchesAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	mem := NewMemoryCounters(clock.Now)
-	red := NewRedisCounters(testRedis(t), testPrefix(t))
+	red := NewRedisCounters(testRedis(t), testPrefix(t), nil)
 	subjects := []Subject{KeySubject(1), KeySubject(2), AddrSubject(netip.MustParseAddr("2001:db8::1"))}
 	p := Policy{PerMinute: 4, PerDay: 9, Suspension: Suspension{
 		After: 3, Window: 30 * time.Second, Base: 2 * time.Minute, Max: 5 * time.Minute,
@@ -156,7 +156,7 @@ func TestRedisTwoInstances(t *testing.T) {
 	for range 2 {
 		c := redis.NewClient(testRedisOptions(t))
 		t.Cleanup(func() { _ = c.Close() })
-		routers = append(routers, newRouter(t, newLimiter(t, testConfig(), NewRedisCounters(c, prefix)), plans))
+		routers = append(routers, newRouter(t, newLimiter(t, testConfig(), NewRedisCounters(c, prefix, nil)), plans))
 	}
 	awayFromEdge(t, time.Minute, 3*time.Second)
 	codes := hammer(120, func(i int) (http.Handler, req) { return routers[i%2], req{key: 7} })

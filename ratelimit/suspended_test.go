@@ -67,7 +67,7 @@ func TestSuspendedKeys(t *testing.T) {
 // redis-server per check of all of them.
 func BenchmarkSuspended(b *testing.B) {
 	rdb := testRedis(b)
-	s := NewRedisCounters(rdb, testPrefix(b))
+	s := NewRedisCounters(rdb, testPrefix(b), nil)
 	var pipelines atomic.Int64
 	s.onPipeline = func(int, int) { pipelines.Add(1) }
 	l, err := New(DefaultConfig(), s)

@@ -128,7 +128,7 @@ func (t *Tracer) InstrumentRedis(rdb redis.UniversalClient) error {
 }
 
 // PipelineContext returns the context function of a rate-limit pipeline in Redis
-// (ratelimit.RedisCounters.PipelineContext), or nil when t is nil. A pipeline decides the
+// (ratelimit.NewRedisCounters), or nil when t is nil. A pipeline decides the
 // requests that queued together; its span is a child of the first one's span, and ends with
 // the pipeline whether that request is still running or not.
 func (t *Tracer) PipelineContext() func(first context.Context) context.Context {

@@ -62,7 +62,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	authn := auth.NewAuthenticator(db, f.KeyPrefix, 0, 0)
+	authn := auth.NewAuthenticator(db, nil, f.KeyPrefix, 0, 0)
 	return benchsrv.Serve(ctx, "direct", f.Addr, newRouter(db, authn, limiter), stdout)
 }
 

@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if _, err := db.Migrate(ctx); err != nil {
 		return err
 	}
-	s, err := newServer(ctx, db.SQL(), auth.NewAuthenticator(db.DB, f.KeyPrefix, 0, 0))
+	s, err := newServer(ctx, db.SQL(), auth.NewAuthenticator(db.DB, nil, f.KeyPrefix, 0, 0))
 	if err != nil {
 		return err
 	}
