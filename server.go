@@ -40,6 +40,7 @@ import (
 	"petstore/rest"
 	"petstore/secret"
 	"petstore/store"
+	"petstore/store/pets"
 	"petstore/tracing"
 )
 
@@ -568,13 +569,14 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	if rdb != nil {
 		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
-	resolver := graph.NewResolver(db, cfg.DBTimeout)
+	petStore := pets.New(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	authn.Replicas = db.Replicas
-	subs, err := newLive(db, rdb, cfg, resolver, authn, limiter, metrics, &gqlOpts)
+	subs, hub, err := newLive(db, rdb, cfg, petStore, authn, limiter, metrics, &gqlOpts)
 	if err != nil {
 		return rest.Deps{}, err
 	}
+	resolver := graph.NewResolver(petStore, graph.ResolverOptions{Live: subs, Published: hub.Publish})
 	gql := graph.NewHandler(resolver, gqlOpts)
 	origins := rest.AllowsOrigin(cfg.CORSOrigins) // the browser origins a WebSocket may come from
 	return rest.Deps{

@@ -13,29 +13,30 @@ import (
 	"petstore/observe"
 	"petstore/ratelimit"
 	"petstore/store"
+	"petstore/store/pets"
 )
 
 // liveChannel is the Redis pub/sub channel of the petAdded wake-ups, after the rate limiter's
 // key prefix.
 const liveChannel = "live:pets-added"
 
-// newLive wires the petAdded subscription (package live) into resolver, gqlOpts and deps'
-// middleware: a Hub fed by the resolver's writes, fanned out through rdb when it is not nil
-// (on the channel liveChannel after rl's key prefix), and the Registry of its connections,
-// authenticated by authn and charged by limiter, whose caps hold on every instance sharing rdb
-// (leases under the rate limiter's key prefix, with its failure policy), its WebSockets pinged
-// and their pending sockets capped as cfg says. It returns the Registry, whose Shutdown closes
-// every subscriber.
-func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, resolver *graph.Resolver,
-	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics, gqlOpts *graph.Options) (*live.Registry, error) {
+// newLive wires the petAdded subscription (package live) into gqlOpts and deps' middleware: a
+// Hub that reads the pets of petStore, fed by the resolver's writes (Hub.Publish), fanned out
+// through rdb when it is not nil (on the channel liveChannel after rl's key prefix), and the
+// Registry of its connections, authenticated by authn and charged by limiter, whose caps hold
+// on every instance sharing rdb (leases under the rate limiter's key prefix, with its failure
+// policy), its WebSockets pinged and their pending sockets capped as cfg says. It returns the
+// Registry, whose Shutdown closes every subscriber, and the Hub.
+func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, petStore *pets.Store,
+	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics, gqlOpts *graph.Options) (*live.Registry, *live.Hub, error) {
 	lm := live.NewMetrics()
 	if err := metrics.Register(lm.Collectors()...); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rl := cfg.RateLimit
 	caps := live.DefaultCaps()
 	caps.PendingPerAddr = cfg.WSPendingPerAddr
-	hubOpts := live.HubOptions{Read: resolver.PetsAfter, LastID: resolver.LastPetID, Metrics: lm}
+	hubOpts := live.HubOptions{Read: petStore.After, LastID: petStore.LastID, Metrics: lm}
 	regOpts := live.RegistryOptions{
 		Caps:      caps,
 		Check:     live.KeyCheck(db.DB, limiter.Suspended),
@@ -49,8 +50,6 @@ func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, resolve
 	}
 	hub := live.NewHub(hubOpts)
 	reg := live.NewRegistry(hub, regOpts)
-	resolver.Live = reg
-	resolver.Published = hub.Publish
 	ws := reg.Websocket(func(ctx context.Context, header string) (*auth.Principal, error) {
 		addr, _ := clientaddr.FromContext(ctx) // the upgrade's
 		return limiter.Authenticate(ctx, addr, header, authn.Resolve)
@@ -58,5 +57,5 @@ func newLive(db *store.DB, rdb redis.UniversalClient, cfg config.Config, resolve
 	gqlOpts.Websocket = &ws
 	gqlOpts.SSE = true
 	gqlOpts.Gate = reg
-	return reg, nil
+	return reg, hub, nil
 }

@@ -20,6 +20,7 @@ import (
 	"petstore/graph"
 	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/store/pets"
 )
 
 const (
@@ -40,7 +41,7 @@ func newServer(t testing.TB, opts graph.Options) *server {
 	s := &server{statements: new(atomic.Int64)}
 	pool := &countingPool{ConnPool: db.Statement.ConnPool, n: s.statements}
 	db.ConnPool, db.Statement.ConnPool = pool, pool
-	s.h = graph.NewHandler(graph.NewResolver(db, store.DefaultTimeout), opts)
+	s.h = graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout), graph.ResolverOptions{}), opts)
 	return s
 }
 

@@ -23,7 +23,7 @@ const settleBatch = 10_000
 // settled id and lose nothing: no pet with a lower id can appear later.
 //
 // AUTO_INCREMENT hands out an id before its row is in the table. A page is a locking read
-// (graph/pages.go), which waits for every uncommitted row it meets; but a row not in the index
+// (store/pets), which waits for every uncommitted row it meets; but a row not in the index
 // yet, whose insert took its id a moment before, cannot be waited for: while pet 98 is being
 // inserted, pet 99 can commit and be listed, and a cursor past 99 would skip 98 for good. Two
 // rules settle ids:

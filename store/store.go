@@ -53,7 +53,7 @@ type DB struct {
 	open     Opener    // opens the connection pools of DB and its replicas; nil: sql.Open
 	// Galera is set when the server is a node of a Galera cluster (MariaDB Galera Cluster,
 	// Percona XtraDB Cluster: wsrep_on), whose inserts and listing need more care (see
-	// graph.NewResolver).
+	// pets.New).
 	Galera bool
 	// Settler knows which pet ids a cursor may pass (MySQL; nil on SQLite, whose one
 	// connection commits every write before a page is read).
