@@ -100,7 +100,6 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainQueryBody$$' -fuzztime $(FUZZTIME) ./graph/
 	$(GO) test -run '^$$' -fuzz '^FuzzWriteResponse$$' -fuzztime $(FUZZTIME) ./graph/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainFlatPlan$$' -fuzztime $(FUZZTIME) ./graph/
-	$(GO) test -run '^$$' -fuzz '^FuzzLonePets$$' -fuzztime $(FUZZTIME) ./graph/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).

@@ -120,7 +120,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
 	setCosts(&cfg.Complexity)
-	es := lonePetsSchema{NewExecutableSchema(cfg).(*executableSchema)}
+	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
 	if opts.Websocket != nil {
