@@ -29,6 +29,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/graph"
+	"petstore/graph/guard"
 	"petstore/idempotency"
 	"petstore/internal/heapfloor"
 	"petstore/internal/version"
@@ -567,7 +568,7 @@ func newDeps(cfg config.Config, db *store.DB, rdb redis.UniversalClient, records
 	}
 	gqlOpts := cfg.GraphQL
 	if rdb != nil {
-		gqlOpts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
+		gqlOpts.APQCache = guard.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
 	petStore := pets.New(db, cfg.DBTimeout)
 	authn := auth.NewAuthenticator(db.DB, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)

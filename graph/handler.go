@@ -20,6 +20,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"petstore/apierr"
+	"petstore/graph/guard"
 )
 
 // Options are the cost limits and caches of the GraphQL handler. A zero field takes its
@@ -40,7 +41,7 @@ type Options struct {
 	// APQCache stores the queries of automatic persisted queries by their SHA-256; nil keeps
 	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances.
 	// Only queries that parse, validate and pass every limit are stored; queries over
-	// MaxPersistedQueryBytes run but are not stored.
+	// guard.MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// Websocket, when not nil, serves GraphQL over WebSocket upgrades (graphql-transport-ws:
 	// subscriptions, queries and mutations; live.Registry.Websocket).
@@ -55,7 +56,7 @@ type Options struct {
 	// operations sent on a WebSocket and closes a socket that keeps sending refused ones.
 	Gate OperationGate
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
-	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
+	// text (default DefaultQueryCacheSize), within guard.QueryCacheBytes.
 	QueryCacheSize int
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
@@ -88,7 +89,7 @@ func (o Options) withDefaults() Options {
 	o.TokenLimit = pick(o.TokenLimit, def.TokenLimit)
 	o.QueryCacheSize = pick(o.QueryCacheSize, def.QueryCacheSize)
 	if o.APQCache == nil {
-		o.APQCache = newAPQCache()
+		o.APQCache = guard.NewAPQCache()
 	}
 	return o
 }
@@ -107,8 +108,9 @@ func (o Options) withDefaults() Options {
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
 //     INVALID_REQUEST, before any resolver runs; so does a mutation of more than
-//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and (before
-//     it is validated) a document over MaxDocumentSelections or MaxDocumentDefinitions;
+//     guard.MaxMutationFields fields, a query of more than guard.MaxQueryFields root fields,
+//     and (before it is validated) a document over guard.MaxDocumentSelections or
+//     guard.MaxDocumentDefinitions;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not
 //     supported, send one operation per request;
@@ -134,7 +136,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	srv.AddTransport(unsupportedRequest{})
 	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
-		docs = newDocumentCache(opts.QueryCacheSize)
+		docs = guard.NewDocumentCache(opts.QueryCacheSize)
 	}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
@@ -142,7 +144,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 		srv.Use(ext)
 	}
 	srv.SetDisableSuggestion(true)
-	srv.SetValidationRulesFn(validationRules)
+	srv.SetValidationRulesFn(guard.ValidationRules)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(normalizeCodes)
@@ -154,7 +156,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 // None may be a graphql.FieldInterceptor but opts.Tracer: flat lists of pets and petAdded
 // events are written without running any (flatpets.go, petadded.go).
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
-	apq := persistedQueries{store: opts.APQCache}
+	apq := guard.NewPersistedQueries(opts.APQCache)
 	var exts []graphql.HandlerExtension
 	if opts.Gate != nil { // first: an operation is charged before it is looked up or parsed
 		exts = append(exts, operationCharge{opts.Gate})
@@ -165,8 +167,8 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 	exts = append(exts,
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
-		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
-		newCheckedLimits(operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema}),
+		guard.NewDocumentBounds(docs, opts.TokenLimit),
+		guard.NewOperationLimits(opts.DepthLimit, opts.ComplexityLimit, schema),
 	)
 	if opts.Gate != nil {
 		exts = append(exts, operationAdmission{opts.Gate})

@@ -18,6 +18,7 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 	"petstore/store/pets"
@@ -428,7 +429,7 @@ func TestAPQInProcess(t *testing.T) {
 // TestAPQLongQueryNotKept checks that a query over MaxPersistedQueryBytes runs but is not kept.
 func TestAPQLongQueryNotKept(t *testing.T) {
 	s := newServer(t, graph.DefaultOptions())
-	query := "{ pets { id } }" + strings.Repeat(" ", graph.MaxPersistedQueryBytes)
+	query := "{ pets { id } }" + strings.Repeat(" ", guard.MaxPersistedQueryBytes)
 	hash := sha256Hex(query)
 	if a := s.do(t, request{method: http.MethodPost, target: "/", body: persisted(query, hash)}); string(a.data) != `{"pets":[]}` {
 		t.Errorf("long query with its hash: got %d %s; want the pets", a.status, trim(a.body))

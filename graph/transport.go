@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"mime"
@@ -20,6 +21,7 @@ import (
 	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"petstore/apierr"
+	"petstore/graph/guard"
 	"petstore/internal/jsonbody"
 )
 
@@ -308,8 +310,8 @@ func (e *specExecutor) CreateOperationContext(ctx context.Context, params *graph
 		errs = gqlerror.List{{Err: apiErr, Message: apiErr.Message}}
 	}
 	if errs != nil {
-		errs = truncateErrors(errs)
-		asRefusals(errs, params.Query)
+		errs = guard.TruncateErrors(errs)
+		guard.AsRefusals(errs, params.Query)
 		e.w.requestErrs = errs
 	}
 	return opCtx, errs
@@ -375,7 +377,8 @@ func (w *specWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 // for application/json, as the specification asks.
 func requestStatus(errs gqlerror.List, media string) int {
 	for _, e := range errs {
-		if apiErr, ok := isRefusal(e); ok {
+		var apiErr *apierr.Error
+		if errors.As(e, &apiErr) {
 			return apiErr.Status()
 		}
 	}
