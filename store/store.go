@@ -103,9 +103,9 @@ func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, erro
 
 // causalParam is the session variable that makes a Galera node's reads causal: with 1, a read
 // first waits until the node has applied every write the cluster committed before it, so that
-// a pet created through one node is found at once through another (measured: 0.01 to 0.16 ms
-// a read). Open sets it on every connection to a Galera node unless PETSTORE_DB sets it (to
-// 0, say, for the node's own, possibly stale, view).
+// a pet created through one node is found at once through another, for a fraction of a
+// millisecond a read. Open sets it on every connection to a Galera node unless PETSTORE_DB
+// sets it (to 0, say, for the node's own, possibly stale, view).
 const causalParam = "wsrep_sync_wait"
 
 // hasParam reports whether the query of the address dsn names the parameter name.
