@@ -14,7 +14,7 @@ import (
 // Page reads up to n pets after afterID in id order, of status when it is not nil, and
 // whether more follow: the listing behind GET /v1/pets and the GraphQL lists. It reads with
 // one query, one row more than asked: on a replica when it certainly has the page
-// (listOnReplica), else on the primary, settled (settledPage); inside a transaction, in it.
+// (listOnReplica), else on the primary, settled (settledPageOn); inside a transaction, in it.
 // The caller hands out the cursor of the page's last pet.
 func (s *Store) Page(ctx context.Context, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error) {
 	pool, inTx := store.TxConnPool(ctx, s.db)

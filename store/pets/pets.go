@@ -43,7 +43,7 @@ func New(db *store.DB, timeout time.Duration) *Store {
 
 // createPetSQL inserts a pet: one statement, nothing else. InnoDB hands out its id before
 // the row is in the table, so a page can meet a hole where a lower id is still on its way in;
-// the listing settles such holes (store.Settler, settledPage) rather than the insert keeping
+// the listing settles such holes (store.Settler, settledPageOn) rather than the insert keeping
 // ids in order, which would hold the table's AUTO-INC lock to the end of each statement.
 const createPetSQL = "INSERT INTO pets (name, category_id, status) VALUES (?, ?, ?)"
 

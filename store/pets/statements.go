@@ -20,7 +20,7 @@ type listStatements struct{ all, byStatus, first, firstByStatus string }
 // committed before a page is read.
 //
 // On MySQL a page is a plain read, which neither waits for a write nor holds it up, settled by
-// store.Settler before it is answered (settledPage): AUTO_INCREMENT hands out ids before their
+// store.Settler before it is answered (settledPageOn): AUTO_INCREMENT hands out ids before their
 // rows commit, or are even in the table, so a page can lack a lower id still on its way, and a
 // cursor past it would skip that pet for good once it commits. A statement that does not end
 // within timeout is ended on the server too (MariaDB's SET STATEMENT max_statement_time,
