@@ -29,9 +29,9 @@ const slotHexLen = 3
 
 // NewRedisAPQCache returns a store of automatic persisted queries in Redis, for
 // graph.Options.APQCache, so that every instance of the service knows a query once one has
-// seen it. A query is kept under prefix followed by the first three hexadecimal digits of its SHA-256,
-// one of RedisAPQSlots keys, with its hash in front; it replaces the query whose hash starts
-// alike, whose client then gets PERSISTED_QUERY_NOT_FOUND and sends it in full again. So
+// seen it. A query is kept under prefix followed by the first three hexadecimal digits of its
+// SHA-256, one of RedisAPQSlots keys, with its hash in front; it replaces the query whose hash
+// starts alike, whose client then gets PERSISTED_QUERY_NOT_FOUND and sends it in full again. So
 // persisted queries hold a bounded part of Redis (RedisAPQSlots times MaxPersistedQueryBytes)
 // however many clients send, and can neither fill it nor make it evict the rate limiter's
 // keys. Each key lives for ttl after it was last used; a ttl of 0 keeps it until replaced.
