@@ -97,10 +97,9 @@ fuzz:
 	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsonbody/
 	$(GO) test -run '^$$' -fuzz '^FuzzPetAdded$$' -fuzztime $(FUZZTIME) ./graph/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainQuery$$' -fuzztime $(FUZZTIME) ./rest/
-	$(GO) test -run '^$$' -fuzz '^FuzzPlainQueryBody$$' -fuzztime $(FUZZTIME) ./graph/
-	$(GO) test -run '^$$' -fuzz '^FuzzWriteResponse$$' -fuzztime $(FUZZTIME) ./graph/
+	$(GO) test -run '^$$' -fuzz '^FuzzPlainQueryBody$$' -fuzztime $(FUZZTIME) ./graph/gqlhttp/
+	$(GO) test -run '^$$' -fuzz '^FuzzWriteResponse$$' -fuzztime $(FUZZTIME) ./graph/gqlhttp/
 	$(GO) test -run '^$$' -fuzz '^FuzzPlainFlatPlan$$' -fuzztime $(FUZZTIME) ./graph/
-	$(GO) test -run '^$$' -fuzz '^FuzzLonePets$$' -fuzztime $(FUZZTIME) ./graph/
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).

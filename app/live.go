@@ -3,29 +3,38 @@ package app
 import (
 	"context"
 
+	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
 	"petstore/clientaddr"
 	"petstore/config"
-	"petstore/graph"
 	"petstore/live"
 	"petstore/observe"
 	"petstore/ratelimit"
 	"petstore/store"
+	"petstore/store/pets"
 )
 
 // LiveChannel is the Redis pub/sub channel of the petAdded wake-ups, after the rate limiter's
 // key prefix.
 const LiveChannel = "live:pets-added"
 
-// newLive wires the petAdded subscription (package live): a Hub fed by the resolver's writes,
-// fanned out through rdb when it is not nil (on LiveChannel after the rate limiter's key
-// prefix), and the Registry of its connections, authenticated by authn and charged by
+// subscriptions are the wired petAdded subscription: the Hub that the resolver's writes feed,
+// the Registry of its connections, and the WebSocket transport that authenticates them.
+type subscriptions struct {
+	hub *live.Hub
+	reg *live.Registry
+	ws  transport.Websocket
+}
+
+// newLive wires the petAdded subscription (package live): a Hub that reads the pets of
+// petStore, fanned out through rdb when it is not nil (on LiveChannel after the rate limiter's
+// key prefix), and the Registry of its connections, authenticated by authn and charged by
 // limiter, whose caps hold on every instance sharing rdb (leases under the rate limiter's key
 // prefix, with its failure policy), its WebSockets pinged and their pending sockets capped as
 // cfg says.
-func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, resolver *graph.Resolver,
+func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, petStore *pets.Store,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics) (subscriptions, error) {
 	lm := live.NewMetrics()
 	if err := metrics.Register(lm.Collectors()...); err != nil {
@@ -34,7 +43,7 @@ func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, resolve
 	rl := cfg.RateLimit
 	caps := live.DefaultCaps()
 	caps.PendingPerAddr = cfg.WSPendingPerAddr
-	hubOpts := live.HubOptions{Read: resolver.PetsAfter, LastID: resolver.LastPetID, Metrics: lm}
+	hubOpts := live.HubOptions{Read: petStore.After, LastID: petStore.LastID, Metrics: lm}
 	regOpts := live.RegistryOptions{
 		Caps:      caps,
 		Check:     live.KeyCheck(db.DB, limiter.Suspended),
@@ -48,11 +57,9 @@ func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, resolve
 	}
 	hub := live.NewHub(hubOpts)
 	reg := live.NewRegistry(hub, regOpts)
-	resolver.Live = reg
-	resolver.Published = hub.Publish
 	ws := reg.Websocket(func(ctx context.Context, header string) (*auth.Principal, error) {
 		addr, _ := clientaddr.FromContext(ctx) // the upgrade's
 		return limiter.Authenticate(ctx, addr, header, authn.Resolve)
 	})
-	return subscriptions{reg: reg, ws: ws}, nil
+	return subscriptions{hub: hub, reg: reg, ws: ws}, nil
 }

@@ -1,6 +1,6 @@
 // Package app wires the service: it builds each part from the configuration, in the order
-// the parts depend on each other (metrics, rate limiter, records, subscriptions, resolvers,
-// GraphQL, router), and runs the commands of the petstore program (cli.go): serve (serve.go),
+// the parts depend on each other (metrics, rate limiter, records, pet store, subscriptions,
+// resolvers, GraphQL, router), each whole, and runs the commands of the petstore program (cli.go): serve (serve.go),
 // migrate and keys (keys.go).
 package app
 
@@ -8,13 +8,13 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
 	"petstore/config"
 	"petstore/graph"
+	"petstore/graph/guard"
 	"petstore/idempotency"
 	"petstore/live"
 	"petstore/observe"
@@ -23,6 +23,7 @@ import (
 	"petstore/reference"
 	"petstore/rest"
 	"petstore/store"
+	"petstore/store/pets"
 	"petstore/tracing"
 )
 
@@ -58,11 +59,12 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		return nil, err
 	}
 	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
-	resolver := graph.NewResolver(db, cfg.DBTimeout)
-	subs, err := newLive(cfg, db, rdb, resolver, authn, limiter, metrics)
+	petStore := pets.New(db, cfg.DBTimeout)
+	subs, err := newLive(cfg, db, rdb, petStore, authn, limiter, metrics)
 	if err != nil {
 		return nil, err
 	}
+	resolver := graph.NewResolver(petStore, graph.ResolverOptions{Live: subs.reg, Published: subs.hub.Publish})
 	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs))
 	drain := &drainer{closeStreams: subs.reg.Shutdown}
 	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr})
@@ -108,7 +110,7 @@ func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer
 func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions) graph.Options {
 	opts := cfg.GraphQL
 	if rdb != nil {
-		opts.APQCache = graph.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
+		opts.APQCache = guard.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
 	}
 	opts.Tracer = tr.GraphQL()
 	opts.Websocket, opts.SSE, opts.Gate = &subs.ws, true, subs.reg
@@ -168,11 +170,4 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Keyless:    live.KeylessUpgrade(origins),
 		Stream:     p.subs.reg.Stream(p.gql),
 	}, nil
-}
-
-// subscriptions are the wired petAdded subscription: the Registry of its connections, and the
-// WebSocket transport that authenticates them.
-type subscriptions struct {
-	reg *live.Registry
-	ws  transport.Websocket
 }

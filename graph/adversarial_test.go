@@ -9,13 +9,14 @@ import (
 	"testing"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 )
 
 // farReached returns a document of 49 operations that each spread one fragment selecting
 // field: validation walks the fragment once for each operation and once on its own, and
 // reports its errors on each walk.
 func farReached(field string) string {
-	return numbered(graph.MaxDocumentDefinitions-1, "query Q%d { ...F }") + "\nfragment F on Query { " + field + " }"
+	return numbered(guard.MaxDocumentDefinitions-1, "query Q%d { ...F }") + "\nfragment F on Query { " + field + " }"
 }
 
 // TestValidationSuggestsNothing checks that errors for unknown names carry no suggestion:
@@ -56,7 +57,7 @@ func TestValidationSuggestsNothing(t *testing.T) {
 func TestErrorMessagesBounded(t *testing.T) {
 	long := strings.Repeat("<", 1<<20-2048)
 	cursor := marshal(map[string]any{
-		"query":     "query($c: String) { " + numbered(graph.MaxQueryFields, "a%d: petsConnection(after: $c) { pageInfo { hasNextPage } }") + " }",
+		"query":     "query($c: String) { " + numbered(guard.MaxQueryFields, "a%d: petsConnection(after: $c) { pageInfo { hasNextPage } }") + " }",
 		"variables": map[string]any{"c": long},
 	})
 	status := marshal(map[string]any{
@@ -114,7 +115,7 @@ func fanOut(k int, fields, ons []string, leaf string) string {
 const typeRef = "fields { name description isDeprecated deprecationReason args { name description defaultValue type { name kind } } type { name kind ofType { name kind ofType { name kind } } } }"
 
 // TestIntrospectionFanOutRefused checks that an operation whose introspection resolves more
-// than graph.MaxIntrospectionFields fields is refused before it runs: aliases under __schema,
+// than guard.MaxIntrospectionFields fields is refused before it runs: aliases under __schema,
 // which neither the complexity nor the depth counted, multiplied the work at each level (k=8
 // over five levels: 964 bytes, 1.7 million fields, 17 MB and seconds of CPU; k=19, within 200
 // selections, hours).
@@ -141,7 +142,7 @@ func TestIntrospectionFanOutRefused(t *testing.T) {
 }
 
 // TestValidatedBytesBounded checks that a document is refused before validation when
-// validation would read more than graph.MaxValidatedBytes: each fragment once for each
+// validation would read more than guard.MaxValidatedBytes: each fragment once for each
 // operation that reaches it. One fragment of 1 MiB spread by 49 operations took 100 to 300 ms
 // of CPU to refuse, quoting its names and values in each of 50 errors.
 func TestValidatedBytesBounded(t *testing.T) {

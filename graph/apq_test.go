@@ -1,87 +1,19 @@
 package graph_test
 
 import (
-	"context"
-	"fmt"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 	"petstore/internal/testkit/dbtest"
 )
-
-func TestRedisAPQCache(t *testing.T) {
-	client, prefix := dbtest.Redis(t)
-	ctx := context.Background()
-	cache := graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
-	query := "{ pets { id } }"
-	hash := sha256Hex(query)
-
-	if got, ok := cache.Get(ctx, hash); ok {
-		t.Fatalf("Get before Add: got %q, true; want a miss", got)
-	}
-	cache.Add(ctx, hash, query)
-	if got, ok := cache.Get(ctx, hash); !ok || got != query {
-		t.Errorf("Get after Add: got %q, %v; want %q, true", got, ok, query)
-	}
-	ttl, err := client.TTL(ctx, prefix+"apq:"+hash[:3]).Result()
-	if err != nil || ttl <= 0 || ttl > time.Minute {
-		t.Errorf("TTL: got %v, %v; want up to a minute", ttl, err)
-	}
-	if got, ok := cache.Get(ctx, strings.Repeat("x", 1000)); ok {
-		t.Errorf("Get of a key that is no SHA-256: got %q, true; want a miss", got)
-	}
-
-	forever := graph.NewRedisAPQCache(client, prefix+"forever:", 0)
-	forever.Add(ctx, hash, query)
-	if ttl, err := client.TTL(ctx, prefix+"forever:"+hash[:3]).Result(); err != nil || ttl != -1 {
-		t.Errorf("TTL with ttl 0: got %v, %v; want -1 (none)", ttl, err)
-	}
-}
-
-// TestRedisAPQBudget checks that persisted queries take at most RedisAPQSlots keys of Redis, of
-// at most MaxPersistedQueryBytes each, however many are sent: a query replaces the one whose
-// hash starts alike, which is then unknown.
-func TestRedisAPQBudget(t *testing.T) {
-	client, prefix := dbtest.Redis(t)
-	ctx := context.Background()
-	cache := graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
-	padding := strings.Repeat("#", graph.MaxPersistedQueryBytes-32)
-	last := map[string]string{} // the hash last stored in each slot
-	var replaced string         // a hash whose slot another took
-	for i := range graph.RedisAPQSlots * 2 {
-		query := fmt.Sprintf("{ __typename } #%d%s", i, padding)
-		hash := sha256Hex(query)
-		cache.Add(ctx, hash, query)
-		if other, ok := last[hash[:3]]; ok && replaced == "" {
-			replaced = other
-		}
-		last[hash[:3]] = hash
-	}
-	keys, bytes := 0, int64(0)
-	iter := client.Scan(ctx, 0, prefix+"apq:*", 1000).Iterator()
-	for iter.Next(ctx) {
-		keys++
-		n, err := client.StrLen(ctx, iter.Val()).Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		bytes += n
-	}
-	if err := iter.Err(); err != nil {
-		t.Fatal(err)
-	}
-	if keys > graph.RedisAPQSlots || bytes > graph.RedisAPQSlots*(graph.MaxPersistedQueryBytes+64) {
-		t.Errorf("got %d keys of %d bytes; want at most %d keys of %d bytes each", keys, bytes, graph.RedisAPQSlots, graph.MaxPersistedQueryBytes+64)
-	}
-	if got, ok := cache.Get(ctx, replaced); ok {
-		t.Errorf("Get of a query whose slot another took: got %.40q, true; want a miss", got)
-	}
-	if _, ok := cache.Get(ctx, last[replaced[:3]]); !ok {
-		t.Error("Get of the query that took the slot: got a miss; want it")
-	}
-}
 
 // TestAPQSharedThroughRedis runs the APQ round trip on three instances sharing one Redis: the
 // query that one learns, the others know.
@@ -89,21 +21,73 @@ func TestAPQSharedThroughRedis(t *testing.T) {
 	client, prefix := dbtest.Redis(t)
 	instance := func() *server {
 		opts := graph.DefaultOptions()
-		opts.APQCache = graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
+		opts.APQCache = guard.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
 		return newServer(t, opts)
 	}
 	checkAPQRoundTrip(t, instance(), instance(), instance())
 }
 
-// TestRedisAPQCacheDown checks that an unreachable Redis makes every query unknown rather than
-// failing requests.
-func TestRedisAPQCacheDown(t *testing.T) {
-	client, prefix := dbtest.Redis(t)
-	cache := graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
-	_ = client.Close()
-	hash := sha256Hex("{ pets { id } }")
-	cache.Add(context.Background(), hash, "{ pets { id } }")
-	if got, ok := cache.Get(context.Background(), hash); ok {
-		t.Errorf("Get from a closed client: got %q, true; want a miss", got)
+// persisted returns a GraphQL request body of query (omitted when empty) with its APQ hash.
+func persisted(query, hash string) string {
+	body := map[string]any{"extensions": map[string]any{"persistedQuery": map[string]any{"version": 1, "sha256Hash": hash}}}
+	if query != "" {
+		body["query"] = query
+	}
+	b, _ := json.Marshal(body)
+	return string(b)
+}
+
+func sha256Hex(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:])
+}
+
+// checkAPQRoundTrip runs the round trip of automatic persisted queries: the hash alone (unknown:
+// PERSISTED_QUERY_NOT_FOUND with 200, as Apollo's clients expect), the query with its hash
+// (runs), the hash alone again (runs), on first, second and third in turn.
+func checkAPQRoundTrip(t *testing.T, first, second, third *server) {
+	t.Helper()
+	query := `{ pets(limit: 5) { id name } }`
+	hash := sha256Hex(query)
+	for _, accept := range []string{acceptGraphQL, acceptJSON} {
+		a := first.do(t, request{method: http.MethodPost, target: "/", body: persisted("", hash), header: map[string]string{"Accept": accept}})
+		if a.status != http.StatusOK || a.code() != "PERSISTED_QUERY_NOT_FOUND" || a.hasData || a.errors[0].Message != "PersistedQueryNotFound" {
+			t.Errorf("hash alone, %s: got %d %s; want 200 PersistedQueryNotFound with code PERSISTED_QUERY_NOT_FOUND", accept, a.status, a.body)
+		}
+	}
+	a := second.do(t, request{method: http.MethodPost, target: "/", body: persisted(query, hash)})
+	if a.status != http.StatusOK || string(a.data) != `{"pets":[]}` {
+		t.Errorf("query and hash: got %d %s; want the pets", a.status, a.body)
+	}
+	a = third.do(t, request{method: http.MethodPost, target: "/", body: persisted("", hash)})
+	if a.status != http.StatusOK || string(a.data) != `{"pets":[]}` {
+		t.Errorf("hash alone after the query: got %d %s; want the pets", a.status, a.body)
+	}
+	ext := `{"persistedQuery":{"version":1,"sha256Hash":"` + hash + `"}}`
+	a = third.do(t, request{method: http.MethodGet, target: "/?extensions=" + url.QueryEscape(ext)})
+	if a.status != http.StatusOK || string(a.data) != `{"pets":[]}` {
+		t.Errorf("GET with the hash alone: got %d %s; want the pets", a.status, a.body)
+	}
+	a = third.do(t, request{method: http.MethodPost, target: "/", body: persisted("{ pets { id } }", hash)})
+	if a.status != http.StatusOK || a.code() != "INVALID_REQUEST" || a.hasData {
+		t.Errorf("query with another's hash: got %d %s; want INVALID_REQUEST", a.status, a.body)
+	}
+}
+
+func TestAPQInProcess(t *testing.T) {
+	s := newServer(t, graph.DefaultOptions())
+	checkAPQRoundTrip(t, s, s, s)
+}
+
+// TestAPQLongQueryNotKept checks that a query over MaxPersistedQueryBytes runs but is not kept.
+func TestAPQLongQueryNotKept(t *testing.T) {
+	s := newServer(t, graph.DefaultOptions())
+	query := "{ pets { id } }" + strings.Repeat(" ", guard.MaxPersistedQueryBytes)
+	hash := sha256Hex(query)
+	if a := s.do(t, request{method: http.MethodPost, target: "/", body: persisted(query, hash)}); string(a.data) != `{"pets":[]}` {
+		t.Errorf("long query with its hash: got %d %s; want the pets", a.status, trim(a.body))
+	}
+	if a := s.do(t, request{method: http.MethodPost, target: "/", body: persisted("", hash)}); a.code() != "PERSISTED_QUERY_NOT_FOUND" {
+		t.Errorf("its hash alone: got %d %s; want PERSISTED_QUERY_NOT_FOUND", a.status, trim(a.body))
 	}
 }

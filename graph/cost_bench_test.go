@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 )
 
 // hostileDocuments are the most expensive documents we know of, by shape: each within the
 // bounds of the document (MaxDocumentSelections, MaxDocumentDefinitions, DefaultTokenLimit, a
 // body of 1 MiB) but for those named "refused", which the bounds refuse.
 func hostileDocuments() map[string]string {
-	const sel, defs = graph.MaxDocumentSelections, graph.MaxDocumentDefinitions
+	const sel, defs = guard.MaxDocumentSelections, guard.MaxDocumentDefinitions
 	frags := numbered(defs-1, "fragment F%d on Query { a%d: __typename }")
 	introspection, err := os.ReadFile("testdata/introspection.graphql")
 	if err != nil {

@@ -2,24 +2,17 @@ package graph
 
 import (
 	"cmp"
-	"context"
-	"errors"
-	"fmt"
-	"log/slog"
 	"net/http"
-	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
-	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/99designs/gqlgen/graphql/handler"
 	"github.com/99designs/gqlgen/graphql/handler/extension"
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	"github.com/vektah/gqlparser/v2/ast"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
-	"petstore/apierr"
+	"petstore/graph/gqlhttp"
+	"petstore/graph/guard"
 )
 
 // Options are the cost limits and caches of the GraphQL handler. A zero field takes its
@@ -38,9 +31,9 @@ type Options struct {
 	// (default DefaultTokenLimit); the parser stops at the first token past it.
 	TokenLimit int
 	// APQCache stores the queries of automatic persisted queries by their SHA-256; nil keeps
-	// up to 8 MiB of them in process. Use NewRedisAPQCache to share them between instances.
-	// Only queries that parse, validate and pass every limit are stored; queries over
-	// MaxPersistedQueryBytes run but are not stored.
+	// up to 8 MiB of them in process. Use guard.NewRedisAPQCache to share them between
+	// instances. Only queries that parse, validate and pass every limit are stored; queries
+	// over guard.MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// Websocket, when not nil, serves GraphQL over WebSocket upgrades (graphql-transport-ws:
 	// subscriptions, queries and mutations; live.Registry.Websocket).
@@ -55,7 +48,7 @@ type Options struct {
 	// operations sent on a WebSocket and closes a socket that keeps sending refused ones.
 	Gate OperationGate
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
-	// text (default DefaultQueryCacheSize), within QueryCacheBytes.
+	// text (default DefaultQueryCacheSize), within guard.QueryCacheBytes.
 	QueryCacheSize int
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
@@ -88,7 +81,7 @@ func (o Options) withDefaults() Options {
 	o.TokenLimit = pick(o.TokenLimit, def.TokenLimit)
 	o.QueryCacheSize = pick(o.QueryCacheSize, def.QueryCacheSize)
 	if o.APQCache == nil {
-		o.APQCache = newAPQCache()
+		o.APQCache = guard.NewAPQCache()
 	}
 	return o
 }
@@ -107,8 +100,9 @@ func (o Options) withDefaults() Options {
 //   - a refused operation (over ComplexityLimit, DepthLimit or TokenLimit, selecting __schema
 //     more than once, or an introspection query nested too deep) gets 400 with
 //     INVALID_REQUEST, before any resolver runs; so does a mutation of more than
-//     MaxMutationFields fields, a query of more than MaxQueryFields root fields, and (before
-//     it is validated) a document over MaxDocumentSelections or MaxDocumentDefinitions;
+//     guard.MaxMutationFields fields, a query of more than guard.MaxQueryFields root fields,
+//     and (before it is validated) a document over guard.MaxDocumentSelections or
+//     guard.MaxDocumentDefinitions;
 //   - a body that is not a GraphQL request (not JSON, no query) gets 400 with INVALID_REQUEST;
 //   - a batch (a JSON array of operations) gets 400 with INVALID_REQUEST: batching is not
 //     supported, send one operation per request;
@@ -120,7 +114,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
 	setCosts(&cfg.Complexity)
-	es := lonePetsSchema{NewExecutableSchema(cfg).(*executableSchema)}
+	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
 	if opts.Websocket != nil {
@@ -129,12 +123,12 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	if opts.SSE {
 		srv.AddTransport(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)}) // before POST
 	}
-	srv.AddTransport(newSpecTransport(http.MethodGet))
-	srv.AddTransport(newSpecTransport(http.MethodPost))
-	srv.AddTransport(unsupportedRequest{})
+	srv.AddTransport(gqlhttp.NewTransport(http.MethodGet))
+	srv.AddTransport(gqlhttp.NewTransport(http.MethodPost))
+	srv.AddTransport(gqlhttp.Unsupported{})
 	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
-		docs = newDocumentCache(opts.QueryCacheSize)
+		docs = guard.NewDocumentCache(opts.QueryCacheSize)
 	}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
@@ -142,7 +136,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 		srv.Use(ext)
 	}
 	srv.SetDisableSuggestion(true)
-	srv.SetValidationRulesFn(validationRules)
+	srv.SetValidationRulesFn(guard.ValidationRules)
 	srv.SetErrorPresenter(presentError)
 	srv.SetRecoverFunc(recoverPanic)
 	srv.AroundResponses(normalizeCodes)
@@ -154,7 +148,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 // None may be a graphql.FieldInterceptor but opts.Tracer: flat lists of pets and petAdded
 // events are written without running any (flatpets.go, petadded.go).
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
-	apq := persistedQueries{store: opts.APQCache}
+	apq := guard.NewPersistedQueries(opts.APQCache)
 	var exts []graphql.HandlerExtension
 	if opts.Gate != nil { // first: an operation is charged before it is looked up or parsed
 		exts = append(exts, operationCharge{opts.Gate})
@@ -165,172 +159,11 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 	exts = append(exts,
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
-		documentBounds{cache: docs, tokenLimit: opts.TokenLimit},
-		newCheckedLimits(operationLimits{depth: opts.DepthLimit, complexity: opts.ComplexityLimit, schema: schema}),
+		guard.NewDocumentBounds(docs, opts.TokenLimit),
+		guard.NewOperationLimits(opts.DepthLimit, opts.ComplexityLimit, schema),
 	)
 	if opts.Gate != nil {
 		exts = append(exts, operationAdmission{opts.Gate})
 	}
 	return append(exts, apq) // last: it stores the queries that passed every check before it
-}
-
-// OperationGate charges the operations sent on a connection and watches how they end. Each
-// method does nothing for an operation that is not the gate's to charge (an HTTP request,
-// which the HTTP middleware charged).
-type OperationGate interface {
-	// Gate is asked before the operation is looked up (persisted queries), parsed or
-	// validated, so that every operation is charged, refused ones too; its error (an
-	// *apierr.Error) refuses the operation with the protocol's error message.
-	Gate(ctx context.Context) error
-	// Admitted is told that the operation passed every check and runs.
-	Admitted(ctx context.Context)
-	// Refused is told that the operation was answered with errors and no data: it did not run.
-	Refused(ctx context.Context)
-}
-
-// operationCharge asks its gate about each operation before any other parameter mutator, and
-// tells it of each one answered with errors and no data (an operation refused, whose answer
-// gqlgen's DispatchError passes through the response interceptors).
-type operationCharge struct{ gate OperationGate }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.OperationParameterMutator
-	graphql.ResponseInterceptor
-} = operationCharge{}
-
-func (operationCharge) ExtensionName() string                   { return "OperationCharge" }
-func (operationCharge) Validate(graphql.ExecutableSchema) error { return nil }
-
-// MutateOperationParameters asks the gate. Its refusal's code is a protocol error's
-// (refusalCodes), so that a WebSocket answers it with an error message rather than an event.
-func (g operationCharge) MutateOperationParameters(ctx context.Context, _ *graphql.RawParams) *gqlerror.Error {
-	err := g.gate.Gate(ctx)
-	if err == nil {
-		return nil
-	}
-	e := apierr.From(err)
-	gqlErr := &gqlerror.Error{Message: e.Message, Err: e}
-	setCode(gqlErr, e.Code)
-	return gqlErr
-}
-
-// InterceptResponse tells the gate of a response with errors and no data.
-func (g operationCharge) InterceptResponse(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
-	if resp != nil && len(resp.Data) == 0 && len(resp.Errors) > 0 {
-		g.gate.Refused(ctx)
-	}
-	return resp
-}
-
-// operationAdmission tells its gate of an operation that passed every check.
-type operationAdmission struct{ gate OperationGate }
-
-var _ interface {
-	graphql.HandlerExtension
-	graphql.OperationContextMutator
-} = operationAdmission{}
-
-func (operationAdmission) ExtensionName() string                   { return "OperationAdmission" }
-func (operationAdmission) Validate(graphql.ExecutableSchema) error { return nil }
-
-// MutateOperationContext tells the gate the operation runs.
-func (g operationAdmission) MutateOperationContext(ctx context.Context, _ *graphql.OperationContext) *gqlerror.Error {
-	g.gate.Admitted(ctx)
-	return nil
-}
-
-// refusalCodes are the codes of operations refused before they run, protocol errors to gqlgen:
-// a gate's refusals, and INVALID_REQUEST, which presentError gives to the documents that do
-// not parse, validate or pass the cost bounds. A WebSocket answers them with the protocol's
-// error message, as graphql-transport-ws and graphql-ws ask for a validation error, not with
-// a next (data) message. Only gqlgen's WebSocket transport reads these kinds, and only for
-// refusals: errors raised while an operation runs keep their own.
-var refusalCodes = []apierr.Code{apierr.InvalidRequest, apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
-
-func init() {
-	for _, c := range refusalCodes {
-		errcode.RegisterErrorType(strings.ToUpper(string(c)), errcode.KindProtocol)
-	}
-}
-
-// keptCodes are the codes of gqlgen's own errors that clients depend on: the presenter leaves
-// them as they are.
-var keptCodes = map[string]bool{
-	"PERSISTED_QUERY_NOT_FOUND": true, // Apollo's clients then send the query with its hash
-}
-
-// MaxErrorMessageBytes is the longest message of an error in a response, in bytes: a longer
-// one, which quotes a long name or value the client sent, is cut there and ends in "…".
-// Validation may report an error for each walk of a fragment, 50 for one document, so that a
-// name of 1 MiB quoted in full would make a response 50 times the request.
-const MaxErrorMessageBytes = 512
-
-// presentError turns a resolver or input error into a GraphQL error. An *apierr.Error keeps its
-// code and message; an error gqlgen raised while reading the input is INVALID_REQUEST (but for
-// keptCodes); anything else is logged and presented as INTERNAL_ERROR without its details.
-func presentError(ctx context.Context, err error) *gqlerror.Error {
-	gqlErr := graphql.DefaultErrorPresenter(ctx, err)
-	var apiErr *apierr.Error
-	switch {
-	case errors.As(err, &apiErr):
-		if apiErr.Status() >= http.StatusInternalServerError && ctx.Err() == nil { // not when the client went away
-			slog.ErrorContext(ctx, "graphql resolver failed", "path", gqlErr.Path.String(), "err", apiErr.Error())
-		}
-		gqlErr.Message = apiErr.Message
-		setCode(gqlErr, apiErr.Code)
-	case errors.As(err, new(*gqlerror.Error)):
-		if code, _ := gqlErr.Extensions["code"].(string); !keptCodes[code] {
-			setCode(gqlErr, apierr.InvalidRequest)
-		}
-	default:
-		slog.ErrorContext(ctx, "graphql resolver failed", "path", gqlErr.Path.String(), "err", err)
-		gqlErr = &gqlerror.Error{Message: "internal error", Path: gqlErr.Path, Locations: gqlErr.Locations}
-		setCode(gqlErr, apierr.Internal)
-	}
-	gqlErr.Message = shorten(gqlErr.Message, MaxErrorMessageBytes)
-	return gqlErr
-}
-
-// shorten returns msg cut to at most n bytes, at a character boundary, ending in "…" when cut.
-func shorten(msg string, n int) string {
-	const ellipsis = "…"
-	if len(msg) <= n {
-		return msg
-	}
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + ellipsis
-}
-
-// recoverPanic logs a resolver panic and answers INTERNAL_ERROR.
-func recoverPanic(ctx context.Context, p any) error {
-	slog.ErrorContext(ctx, "graphql resolver panicked", "panic", fmt.Sprint(p))
-	return apierr.Wrap(fmt.Errorf("panic: %v", p))
-}
-
-// normalizeCodes gives the parse and validation errors, which gqlgen raises before any
-// resolver runs, the contract's INVALID_REQUEST code.
-func normalizeCodes(ctx context.Context, next graphql.ResponseHandler) *graphql.Response {
-	resp := next(ctx)
-	if resp == nil {
-		return resp
-	}
-	for _, e := range resp.Errors {
-		switch code, _ := e.Extensions["code"].(string); code {
-		case "", errcode.ValidationFailed, errcode.ParseFailed:
-			setCode(e, apierr.InvalidRequest)
-		}
-	}
-	return resp
-}
-
-func setCode(e *gqlerror.Error, code apierr.Code) {
-	if e.Extensions == nil {
-		e.Extensions = map[string]any{}
-	}
-	e.Extensions["code"] = strings.ToUpper(string(code))
 }

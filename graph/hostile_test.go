@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 	"petstore/internal/testkit/dbtest"
 )
 
@@ -32,10 +33,10 @@ func TestDocumentBounds(t *testing.T) {
 	}{
 		{"10,000 __typename", typenames, "the document has more than 200 selections"},
 		{"10,000 __typename, a trailing space", typenames + " ", "the document has more than 200 selections"},
-		{"201 __typename", "{" + strings.Repeat(" __typename", graph.MaxDocumentSelections+1) + " }", "more than 200 selections"},
-		{"selections in fragments", "{ ...F } fragment F on Query {" + strings.Repeat(" __typename", graph.MaxDocumentSelections) + " }", "more than 200 selections"},
-		{"many fragments", "{ ...F0 }\n" + numbered(graph.MaxDocumentDefinitions, "fragment F%d on Query { a%d: __typename }"), "defines 51 operations and fragments; at most 50"},
-		{"many operations", numbered(graph.MaxDocumentDefinitions+1, "query Q%d { a%d: __typename }"), "defines 51 operations and fragments"},
+		{"201 __typename", "{" + strings.Repeat(" __typename", guard.MaxDocumentSelections+1) + " }", "more than 200 selections"},
+		{"selections in fragments", "{ ...F } fragment F on Query {" + strings.Repeat(" __typename", guard.MaxDocumentSelections) + " }", "more than 200 selections"},
+		{"many fragments", "{ ...F0 }\n" + numbered(guard.MaxDocumentDefinitions, "fragment F%d on Query { a%d: __typename }"), "defines 51 operations and fragments; at most 50"},
+		{"many operations", numbered(guard.MaxDocumentDefinitions+1, "query Q%d { a%d: __typename }"), "defines 51 operations and fragments"},
 	} {
 		for _, accept := range []string{acceptGraphQL, acceptJSON} {
 			t.Run(tc.name+"/"+accept, func(t *testing.T) {
@@ -51,8 +52,8 @@ func TestDocumentBoundsAdmit(t *testing.T) {
 	for _, tc := range []struct {
 		name, query string
 	}{
-		{"200 selections", "{" + strings.Repeat(" __typename", graph.MaxDocumentSelections) + " }"},
-		{"50 definitions", "{ " + spreads(graph.MaxDocumentDefinitions-1) + " }\n" + numbered(graph.MaxDocumentDefinitions-1, "fragment F%d on Query { a%d: __typename }")},
+		{"200 selections", "{" + strings.Repeat(" __typename", guard.MaxDocumentSelections) + " }"},
+		{"50 definitions", "{ " + spreads(guard.MaxDocumentDefinitions-1) + " }\n" + numbered(guard.MaxDocumentDefinitions-1, "fragment F%d on Query { a%d: __typename }")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, graph.DefaultOptions())
@@ -105,8 +106,8 @@ func TestRootFieldBounds(t *testing.T) {
 		{"two writes", "mutation { a: " + create + " b: " + create + " }", "a mutation may select at most 1 field; this one selects 2"},
 		{"hundreds of writes", "mutation { " + numbered(100, "a%d: createPet(input: {name: \"Rex\", categoryId: %d}) { id }") + " }", "this one selects 100"},
 		{"writes through fragments", "mutation { ...M ... on Mutation { b: " + create + " } } fragment M on Mutation { a: " + create + " }", "this one selects 2"},
-		{"eleven pet(id:)", "{ " + numbered(graph.MaxQueryFields+1, "a%d: pet(id: %d) { id }") + " }", "a query may select at most 10 root fields other than __typename, __schema and __type; this one selects 11"},
-		{"eleven lists", "{ " + numbered(graph.MaxQueryFields+1, "a%d: pets(limit: 1) { id }") + " }", "this one selects 11"},
+		{"eleven pet(id:)", "{ " + numbered(guard.MaxQueryFields+1, "a%d: pet(id: %d) { id }") + " }", "a query may select at most 10 root fields other than __typename, __schema and __type; this one selects 11"},
+		{"eleven lists", "{ " + numbered(guard.MaxQueryFields+1, "a%d: pets(limit: 1) { id }") + " }", "this one selects 11"},
 		{"lists through fragments", "{ ...Q ...Q " + numbered(6, "b%d: pet(id: %d) { id }") + " } fragment Q on Query { " + numbered(5, "a%d: petsConnection(first: 1) { pageInfo { hasNextPage } }") + " }", "this one selects 11"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -125,7 +126,7 @@ func TestRootFieldBoundsAdmit(t *testing.T) {
 	}{
 		{"one write and __typename", "mutation { " + create + " __typename }", 1},
 		{"one write selected twice", "mutation { " + create + " " + create + " ...M } fragment M on Mutation { " + create + " }", 1},
-		{"ten pet(id:) and introspection", "{ __typename __type(name: \"Pet\") { name } " + numbered(graph.MaxQueryFields, "a%d: pet(id: %d) { id }") + " }", 10},
+		{"ten pet(id:) and introspection", "{ __typename __type(name: \"Pet\") { name } " + numbered(guard.MaxQueryFields, "a%d: pet(id: %d) { id }") + " }", 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newServer(t, graph.DefaultOptions())
@@ -149,7 +150,7 @@ func TestAPQStoresOnlyValidQueries(t *testing.T) {
 		"in process": graph.DefaultOptions,
 		"Redis": func() graph.Options {
 			opts := graph.DefaultOptions()
-			opts.APQCache = graph.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
+			opts.APQCache = guard.NewRedisAPQCache(client, prefix+"apq:", time.Minute)
 			return opts
 		},
 	}
@@ -159,7 +160,7 @@ func TestAPQStoresOnlyValidQueries(t *testing.T) {
 		"does not validate":   "{ owners { id } }",
 		"bad variable":        "query($n: Int!) { pets(limit: $n) { id } }",
 		"over the complexity": aliases(5, "pets(limit: 100) { id name categoryId status }"),
-		"over the selections": "{" + strings.Repeat(" __typename", graph.MaxDocumentSelections+1) + " }",
+		"over the selections": "{" + strings.Repeat(" __typename", guard.MaxDocumentSelections+1) + " }",
 		"two mutations":       "mutation { a: " + create + " b: " + create + " }",
 	}
 	for store, opts := range stores {

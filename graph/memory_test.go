@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"petstore/graph"
+	"petstore/graph/guard"
 )
 
 // TestCachesBoundedByBytes fills the document cache and the in-process persisted queries with
@@ -21,7 +22,7 @@ func TestCachesBoundedByBytes(t *testing.T) {
 	}
 	s := newServer(t, graph.DefaultOptions())
 	before := heap()
-	typenames := "{" + strings.Repeat(" __typename", graph.MaxDocumentSelections) + " }"
+	typenames := "{" + strings.Repeat(" __typename", guard.MaxDocumentSelections) + " }"
 	comment := strings.Repeat("x", 1<<20-1024)
 	send := func(n int, doc func(i int) (query, hash string)) {
 		t.Helper()
@@ -37,7 +38,7 @@ func TestCachesBoundedByBytes(t *testing.T) {
 		}
 	}
 	send(1500, func(i int) (string, string) {
-		q := fmt.Sprintf("{ __typename } #%d %s", i, comment[:graph.MaxPersistedQueryBytes-64])
+		q := fmt.Sprintf("{ __typename } #%d %s", i, comment[:guard.MaxPersistedQueryBytes-64])
 		return q, sha256Hex(q)
 	})
 	send(300, func(i int) (string, string) { return fmt.Sprintf("#%d\n%s", i, typenames), "" })
@@ -46,7 +47,7 @@ func TestCachesBoundedByBytes(t *testing.T) {
 	grown := int64(after.HeapAlloc) - int64(before.HeapAlloc)
 	t.Logf("live heap after filling the caches: %.1f MiB more than before (HeapInuse %.1f MiB, HeapAlloc %.1f MiB)",
 		float64(grown)/(1<<20), float64(after.HeapInuse)/(1<<20), float64(after.HeapAlloc)/(1<<20))
-	if limit := int64(graph.QueryCacheBytes + 8<<20 + 8<<20); grown > limit {
+	if limit := int64(guard.QueryCacheBytes + 8<<20 + 8<<20); grown > limit {
 		t.Errorf("live heap grew by %d MiB; want at most %d MiB", grown>>20, limit>>20)
 	}
 	runtime.KeepAlive(s)

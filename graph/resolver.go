@@ -2,11 +2,10 @@ package graph
 
 import (
 	"context"
-	"time"
 
-	"gorm.io/gorm"
-
+	"petstore/models"
 	"petstore/store"
+	"petstore/store/pets"
 )
 
 // Resolver is the dependency-injection point of the resolvers, and the one place of business
@@ -14,45 +13,45 @@ import (
 // (invalid_request, not_found, unavailable, internal_error) and never use GraphQL-only context,
 // so that they can be called outside a GraphQL operation.
 type Resolver struct {
-	DB *gorm.DB
-	// Replicas serve getPet and listings when one is fresh enough (see get and list); nil:
-	// every read goes to DB. Set it before the first request.
-	Replicas *store.Replicas
-	// Live serves the petAdded subscription (live.Registry); nil: it answers UNAVAILABLE. Set
-	// it before the first request.
+	pets      *pets.Store
+	live      Subscriber
+	published func(id int64)
+}
+
+// ResolverOptions are what a Resolver serves besides the pets it stores.
+type ResolverOptions struct {
+	// Live serves the petAdded subscription (live.Registry); nil: it answers UNAVAILABLE.
 	Live Subscriber
 	// Published is told the id of each pet added once its transaction committed
 	// (live.Hub.Publish); nil: nobody is.
 	Published func(id int64)
-	// queryTimeout bounds each statement: a database that does not answer in time makes the
-	// request fail with UNAVAILABLE (503) instead of hanging.
-	queryTimeout time.Duration
-	insertSQL    string // createPetSQL, or galeraCreatePetSQL
-	listSQL      listStatements
-	replicaSQL   listStatements
-	settle       *store.Settler // on MySQL (db.Settler), else nil
 }
 
-// NewResolver returns a Resolver that stores pets in db, reads from its replicas, and gives
-// each statement at most queryTimeout. On a Galera cluster (db.Galera) each insert and each
-// page waits until its node has applied the cluster's earlier commits (galeraCreatePetSQL,
-// galeraListStatements).
-func NewResolver(db *store.DB, queryTimeout time.Duration) *Resolver {
-	r := &Resolver{DB: db.DB, Replicas: db.Replicas, queryTimeout: queryTimeout, insertSQL: createPetSQL,
-		listSQL: newListStatements(db.Dialect, queryTimeout), replicaSQL: replicaListStatements(queryTimeout),
-		settle: db.Settler}
-	if db.Galera {
-		r.insertSQL = galeraCreatePetSQL
-		r.listSQL = galeraListStatements(queryTimeout)
-	}
-	return r
+// NewResolver returns the Resolver that stores and reads the pets in petStore, with the
+// subscription and the publishing of opts.
+func NewResolver(petStore *pets.Store, opts ResolverOptions) *Resolver {
+	return &Resolver{pets: petStore, live: opts.Live, published: opts.Published}
 }
 
-// replica returns a replica for a read of ctx, or false when the read goes to the primary:
-// there is no fresh replica, or ctx carries a transaction, whose reads run in it.
-func (r *Resolver) replica(ctx context.Context) (store.Read, bool) {
-	if store.InTx(ctx) {
-		return store.Read{}, false
+// create validates input and stores the pet it describes. It returns INVALID_REQUEST naming
+// the first bad field; once stored, the pet is published when its transaction, if any,
+// commits.
+func (r *Resolver) create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
+	if err := input.Validate(); err != nil {
+		return nil, err
 	}
-	return r.Replicas.Pick()
+	pet, err := r.pets.Create(ctx, input)
+	if err != nil {
+		return nil, err
+	}
+	r.publish(ctx, pet.ID)
+	return pet, nil
+}
+
+// publish tells r.published about the pet with id once the transaction of ctx, if any,
+// has committed (store.OnCommit): a rolled back insert is never told.
+func (r *Resolver) publish(ctx context.Context, id int64) {
+	if r.published != nil {
+		store.OnCommit(ctx, func() { r.published(id) })
+	}
 }

@@ -31,7 +31,7 @@ func (r *queryResolver) PetsConnection(ctx context.Context, first *int, after *s
 
 // Pet returns the pet with the given id, or NOT_FOUND.
 func (r *queryResolver) Pet(ctx context.Context, id int64) (*models.Pet, error) {
-	return r.get(ctx, id)
+	return r.pets.Get(ctx, id)
 }
 
 // PetAdded streams the pets added from now on, after those added since the cursor after.

@@ -7,7 +7,7 @@
 // (store.OnCommit). Publish only wakes things up: the Hub of this instance, and through
 // Redis pub/sub (Bus) the Hubs of every other instance. Each Hub then reads the pets above
 // its mark, the id up to which it has dispatched every pet, with the listing's statement
-// (graph.Resolver.PetsAfter: on MySQL a locking read that waits for every uncommitted lower id
+// (pets.Store.After: on MySQL a locking read that waits for every uncommitted lower id
 // to commit or roll back), and hands them out in id order. So a subscriber never gets a pet
 // whose transaction rolled back, never gets a higher id before a lower one that commits later,
 // and gets the pets of every instance whatever Redis does: a lost message (Redis down, a
@@ -58,7 +58,7 @@ type Event struct {
 
 // ReadFunc reads up to n pets after afterID in id order, only those of status when it is not
 // nil, and reports whether more follow. It must never return a pet while a lower id may still
-// commit (graph.Resolver.PetsAfter).
+// commit (pets.Store.After).
 type ReadFunc func(ctx context.Context, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error)
 
 // Defaults of HubOptions.

@@ -53,7 +53,7 @@ type DB struct {
 	open     Opener    // opens the connection pools of DB and its replicas; nil: sql.Open
 	// Galera is set when the server is a node of a Galera cluster (MariaDB Galera Cluster,
 	// Percona XtraDB Cluster: wsrep_on), whose inserts and listing need more care (see
-	// graph.NewResolver).
+	// pets.New).
 	Galera bool
 	// Settler knows which pet ids a cursor may pass (MySQL; nil on SQLite, whose one
 	// connection commits every write before a page is read).
@@ -103,9 +103,9 @@ func Open(ctx context.Context, dsn string, pool Pool, opts ...Option) (*DB, erro
 
 // causalParam is the session variable that makes a Galera node's reads causal: with 1, a read
 // first waits until the node has applied every write the cluster committed before it, so that
-// a pet created through one node is found at once through another (measured: 0.01 to 0.16 ms
-// a read). Open sets it on every connection to a Galera node unless PETSTORE_DB sets it (to
-// 0, say, for the node's own, possibly stale, view).
+// a pet created through one node is found at once through another, for a fraction of a
+// millisecond a read. Open sets it on every connection to a Galera node unless PETSTORE_DB
+// sets it (to 0, say, for the node's own, possibly stale, view).
 const causalParam = "wsrep_sync_wait"
 
 // hasParam reports whether the query of the address dsn names the parameter name.

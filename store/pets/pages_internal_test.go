@@ -1,4 +1,4 @@
-package graph
+package pets
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"petstore/apierr"
 	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
+	"petstore/models"
 	"petstore/store"
 )
 
@@ -41,11 +42,11 @@ func TestStuckHoleGivesUpOnTheServer(t *testing.T) {
 	if err := db.Exec(insert).Error; err != nil { // pet 3
 		t.Fatal(err)
 	}
-	r := NewResolver(db, 200*time.Millisecond)
+	r := New(db, 200*time.Millisecond)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second) // far beyond the bound
 	defer cancel()
-	_, _, err = r.PetsPage(ctx, nil, nil, nil)
+	_, _, err = r.Page(ctx, 0, models.DefaultPageSize, nil)
 	if e := apierr.From(err); e.Code != apierr.Unavailable {
 		t.Fatalf("a page past a pet held by an open transaction: got %v; want unavailable", err)
 	}

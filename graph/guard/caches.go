@@ -1,4 +1,4 @@
-package graph
+package guard
 
 import (
 	"context"
@@ -13,13 +13,13 @@ import (
 // Byte budgets of the in-process caches: what a client can make them hold, whatever it sends.
 const (
 	// QueryCacheBytes bounds the parsed documents kept in process, by their estimated size
-	// (documentWeight), besides their number (Options.QueryCacheSize).
+	// (documentWeight), besides their number (NewDocumentCache).
 	QueryCacheBytes = 16 << 20
 	// maxCachedDocumentBytes is the estimated size of the largest document kept: a heavier one
 	// is parsed and validated anew for each request (GraphiQL's introspection query weighs some
 	// 100 KiB).
 	maxCachedDocumentBytes = 256 << 10
-	// apqCacheBytes bounds the persisted queries kept in process when Options.APQCache is nil.
+	// apqCacheBytes bounds the persisted queries kept in process (NewAPQCache).
 	apqCacheBytes = 8 << 20
 	// entryOverhead is what the cache spends on an entry besides its key and value.
 	entryOverhead = 256
@@ -51,7 +51,7 @@ func newWeightedCache[V any](maxBytes, maxEntry int, weigh func(key string, v V)
 		Weigher:       func(_ string, v weighed[V]) uint32 { return v.weight },
 	})
 	if err != nil {
-		panic(fmt.Sprintf("graph: cache options: %v", err)) // the options are constants
+		panic(fmt.Sprintf("guard: cache options: %v", err)) // the options are constants
 	}
 	return &weightedCache[V]{cache: cache, weigh: weigh, maxEntry: maxEntry}
 }
@@ -69,10 +69,10 @@ func (c *weightedCache[V]) Add(_ context.Context, key string, value V) {
 	}
 }
 
-// newDocumentCache returns the cache of parsed and validated documents: at most
+// NewDocumentCache returns the cache of parsed and validated documents: at most
 // QueryCacheBytes of them by documentWeight, and at most count, every entry weighing at least
 // QueryCacheBytes/count.
-func newDocumentCache(count int) graphql.Cache[*ast.QueryDocument] {
+func NewDocumentCache(count int) graphql.Cache[*ast.QueryDocument] {
 	least := QueryCacheBytes / count
 	return newWeightedCache(QueryCacheBytes, maxCachedDocumentBytes, func(query string, _ *ast.QueryDocument) int {
 		return max(documentWeight(query), least)
@@ -95,9 +95,9 @@ func documentWeight(query string) int {
 	return w
 }
 
-// newAPQCache returns the in-process cache of persisted queries: at most apqCacheBytes of
+// NewAPQCache returns the in-process cache of persisted queries: at most apqCacheBytes of
 // them, each of at most MaxPersistedQueryBytes.
-func newAPQCache() graphql.Cache[string] {
+func NewAPQCache() graphql.Cache[string] {
 	return newWeightedCache(apqCacheBytes, MaxPersistedQueryBytes+sha256HexLen+entryOverhead, func(hash, query string) int {
 		return entryOverhead + len(hash) + len(query)
 	})

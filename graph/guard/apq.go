@@ -1,4 +1,4 @@
-package graph
+package guard
 
 import (
 	"context"
@@ -28,10 +28,10 @@ const sha256HexLen = 64
 const slotHexLen = 3
 
 // NewRedisAPQCache returns a store of automatic persisted queries in Redis, for
-// Options.APQCache, so that every instance of the service knows a query once one has seen it.
-// A query is kept under prefix followed by the first three hexadecimal digits of its SHA-256,
-// one of RedisAPQSlots keys, with its hash in front; it replaces the query whose hash starts
-// alike, whose client then gets PERSISTED_QUERY_NOT_FOUND and sends it in full again. So
+// graph.Options.APQCache, so that every instance of the service knows a query once one has
+// seen it. A query is kept under prefix followed by the first three hexadecimal digits of its
+// SHA-256, one of RedisAPQSlots keys, with its hash in front; it replaces the query whose hash
+// starts alike, whose client then gets PERSISTED_QUERY_NOT_FOUND and sends it in full again. So
 // persisted queries hold a bounded part of Redis (RedisAPQSlots times MaxPersistedQueryBytes)
 // however many clients send, and can neither fill it nor make it evict the rate limiter's
 // keys. Each key lives for ttl after it was last used; a ttl of 0 keeps it until replaced.
@@ -98,21 +98,27 @@ func isSHA256Hex(s string) bool {
 	return true
 }
 
-// persistedQueries is the store of automatic persisted queries as gqlgen's extension sees it,
+// PersistedQueries is the store of automatic persisted queries as gqlgen's extension sees it,
 // and an extension that must run after every other check of an operation. gqlgen's extension
 // adds a query sent with its hash before the query is even parsed: Add only notes it in the
 // operation's stats, and MutateOperationContext stores it once the operation parsed, validated
 // and passed every limit, so that the store holds valid queries only. Queries over
 // MaxPersistedQueryBytes are not stored.
-type persistedQueries struct {
+type PersistedQueries struct {
 	store graphql.Cache[string]
+}
+
+// NewPersistedQueries returns the PersistedQueries kept in store: pass it as gqlgen's
+// extension.AutomaticPersistedQuery's Cache, and use it as the handler's last extension.
+func NewPersistedQueries(store graphql.Cache[string]) PersistedQueries {
+	return PersistedQueries{store: store}
 }
 
 var _ interface {
 	graphql.Cache[string]
 	graphql.HandlerExtension
 	graphql.OperationContextMutator
-} = persistedQueries{}
+} = PersistedQueries{}
 
 // pendingQueryStat is the name of the stats extension under which a query waits to be stored.
 const pendingQueryStat = "petstore.pendingPersistedQuery"
@@ -123,26 +129,26 @@ type pendingQuery struct {
 }
 
 // Get returns the stored query whose hash is key.
-func (p persistedQueries) Get(ctx context.Context, key string) (string, bool) {
+func (p PersistedQueries) Get(ctx context.Context, key string) (string, bool) {
 	return p.store.Get(ctx, key)
 }
 
 // Add notes query, whose hash is key, for MutateOperationContext to store.
-func (p persistedQueries) Add(ctx context.Context, key, query string) {
+func (p PersistedQueries) Add(ctx context.Context, key, query string) {
 	if len(query) <= MaxPersistedQueryBytes && graphql.HasOperationContext(ctx) {
 		graphql.GetOperationContext(ctx).Stats.SetExtension(pendingQueryStat, pendingQuery{hash: key, query: query})
 	}
 }
 
 // ExtensionName names the extension for gqlgen.
-func (persistedQueries) ExtensionName() string { return "PersistValidQueries" }
+func (PersistedQueries) ExtensionName() string { return "PersistValidQueries" }
 
 // Validate accepts every schema.
-func (persistedQueries) Validate(graphql.ExecutableSchema) error { return nil }
+func (PersistedQueries) Validate(graphql.ExecutableSchema) error { return nil }
 
 // MutateOperationContext stores the query that opCtx's request sent with its hash, if any: the
 // operation passed every check before it.
-func (p persistedQueries) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
+func (p PersistedQueries) MutateOperationContext(ctx context.Context, opCtx *graphql.OperationContext) *gqlerror.Error {
 	if q, ok := opCtx.Stats.GetExtension(pendingQueryStat).(pendingQuery); ok {
 		p.store.Add(ctx, q.hash, q.query)
 	}

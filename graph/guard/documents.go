@@ -1,26 +1,21 @@
-package graph
+package guard
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
 	"github.com/vektah/gqlparser/v2/ast"
 	"github.com/vektah/gqlparser/v2/gqlerror"
 	"github.com/vektah/gqlparser/v2/parser"
-	"github.com/vektah/gqlparser/v2/validator/core"
-	"github.com/vektah/gqlparser/v2/validator/rules"
 )
 
 // Bounds of a GraphQL document, checked in linear time before validation. gqlparser's
 // validation is super-linear in them: OverlappingFieldsCanBeMerged compares the fields that
 // share a response name, and the fragments spread in one selection set, pair by pair; the
-// walker enters every fragment once for each operation and each fragment that reaches it. A
-// document of 10,000 __typename took seconds to validate; within these bounds the most
-// expensive document we know of takes a few milliseconds (BenchmarkHostileDocument).
+// walker enters every fragment once for each operation and each fragment that reaches it.
+// Within these bounds validation stays cheap (BenchmarkHostileDocument in package graph).
 const (
 	// MaxDocumentSelections is the most selections (fields, fragment spreads and inline
 	// fragments) a document may hold, each fragment's counted once: some 2.5 times GraphiQL's
@@ -30,14 +25,21 @@ const (
 	MaxDocumentDefinitions = 50
 	// MaxValidatedBytes is the most bytes that validation may read of a document: each
 	// fragment once on its own and once for each operation that spreads it, directly or not,
-	// and each operation once. Validation quotes names and values in its errors on every such
-	// read: a fragment of 1 MiB spread by 49 operations took 100 to 300 ms of CPU.
+	// and each operation once: validation quotes names and values in its errors on every such
+	// read.
 	MaxValidatedBytes = 2 << 20
 	// maxRequestErrors is the most errors a response to a request that did not run lists:
 	// validation reports some errors for every pair of fields, so that a document within the
 	// bounds above may still have thousands.
 	maxRequestErrors = 100
 )
+
+// NewDocumentBounds returns the extension that bounds documents before they are parsed and
+// validated (documentBounds): cache is the handler's query cache, whose documents passed
+// already, and tokenLimit the parser's.
+func NewDocumentBounds(cache graphql.Cache[*ast.QueryDocument], tokenLimit int) graphql.HandlerExtension {
+	return documentBounds{cache: cache, tokenLimit: tokenLimit}
+}
 
 // documentBounds refuses, after the persisted query is looked up and before the executor parses
 // and validates, a document over MaxDocumentSelections or MaxDocumentDefinitions, and one that
@@ -218,76 +220,4 @@ func (c *selectionCounter) count(set ast.SelectionSet) {
 			}
 		}
 	}
-}
-
-// validationRules returns gqlparser's validation rules without those that suggest names ("Did
-// you mean ...?") for an unknown type, argument, enum value or input field. A suggestion costs
-// an edit distance between the name sent and each name it could be, in time the product of
-// their lengths, once for each walk of the fragment that holds it: a name of 1 MiB took a third
-// of a second, 17 seconds in a fragment spread by 49 operations. The handler's
-// SetDisableSuggestion drops those of unknown fields and of leaf selections. gqlparser's
-// SingleFieldSubscriptions is replaced by singleRootFieldRule.
-func validationRules() *rules.Rules {
-	r := rules.NewDefaultRules()
-	for _, rule := range []core.Rule{
-		rules.KnownArgumentNamesRuleWithoutSuggestions,
-		rules.KnownTypeNamesRuleWithoutSuggestions,
-		rules.ValuesOfCorrectTypeRuleWithoutSuggestions,
-	} {
-		r.ReplaceRule(strings.TrimSuffix(rule.Name, "WithoutSuggestions"), rule.RuleFunc)
-	}
-	r.ReplaceRule(rules.SingleFieldSubscriptionsRule.Name, singleRootFieldRule)
-	return r
-}
-
-// singleRootFieldRule is the GraphQL specification's single root field rule: a subscription
-// selects exactly one root field, counted by response name (its alias, else its name), with
-// fragments followed, and no introspection field. gqlparser's rule counts names, so that
-// { a: petAdded b: petAdded } passed validation and was refused only once it ran.
-func singleRootFieldRule(observers *core.Events, addError core.AddErrFunc) {
-	observers.OnOperation(func(walker *core.Walker, op *ast.OperationDefinition) {
-		if walker.Schema.Subscription == nil || op.Operation != ast.Subscription {
-			return
-		}
-		name := "Anonymous Subscription"
-		if op.Name != "" {
-			name = fmt.Sprintf("Subscription %q", op.Name)
-		}
-		keys := map[string]bool{}
-		walked := map[string]bool{}
-		var walk func(ast.SelectionSet)
-		walk = func(set ast.SelectionSet) {
-			for _, sel := range set {
-				switch sel := sel.(type) {
-				case *ast.Field:
-					if !keys[sel.Alias] && len(keys) == 1 {
-						addError(core.Message("%s must select only one top level field.", name), core.At(sel.Position))
-					}
-					keys[sel.Alias] = true
-					if strings.HasPrefix(sel.Name, "__") {
-						addError(core.Message("%s must not select an introspection top level field.", name), core.At(sel.Position))
-					}
-				case *ast.InlineFragment:
-					walk(sel.SelectionSet)
-				case *ast.FragmentSpread:
-					if sel.Definition != nil && !walked[sel.Name] {
-						walked[sel.Name] = true
-						walk(sel.Definition.SelectionSet)
-					}
-				}
-			}
-		}
-		walk(op.SelectionSet)
-	})
-}
-
-// truncateErrors returns errs with at most maxRequestErrors errors, the last of which then
-// says how many were left out.
-func truncateErrors(errs gqlerror.List) gqlerror.List {
-	if len(errs) <= maxRequestErrors {
-		return errs
-	}
-	more := gqlerror.Errorf("%d more errors left out", len(errs)-maxRequestErrors+1)
-	errcode.Set(more, errcode.ValidationFailed)
-	return append(errs[:maxRequestErrors-1:maxRequestErrors-1], more)
 }

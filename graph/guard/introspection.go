@@ -1,4 +1,4 @@
-package graph
+package guard
 
 import (
 	"github.com/99designs/gqlgen/graphql"
