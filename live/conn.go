@@ -17,24 +17,6 @@ import (
 // says otherwise: within the idle timeouts of common proxies and balancers (60 s and more).
 const DefaultPingEvery = 20 * time.Second
 
-// Close codes of a WebSocket the service closes. The 44xx ones are graphql-transport-ws's.
-const (
-	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
-	CloseSlow        = 1008 // policy violation: the subscriber did not keep up
-	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed, or the instance drains
-	CloseBadRequest  = 4400 // MaxRefusedInRow refused operations in a row, or a message the protocol forbids
-	CloseForbidden   = 4403 // missing, unknown, revoked or suspended key
-	CloseInitTimeout = 4408 // no connection_init in time
-	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
-)
-
-// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
-// other instances gave the key's free slots to new holders: it would take the key past its cap.
-const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
-
-// ReasonShutdown is the close reason when the instance shuts down.
-const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
-
 // Caps bound what one subject may hold at once: a key on every instance sharing one Redis
 // (RegistryOptions.Leases), else on this instance; a client address on this instance.
 type Caps struct {

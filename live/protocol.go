@@ -7,13 +7,6 @@ import (
 	"sync"
 )
 
-// Close codes of a client's message that its protocol forbids (graphql-transport-ws's, given
-// to graphql-ws sockets too): gqlgen's transport checks none of these.
-const (
-	CloseDuplicateID = 4409 // a subscribe (start) with the id of an operation still active
-	CloseInitAgain   = 4429 // a second connection_init
-)
-
 // clientMessages are the types of message a client may send, by subprotocol; "" is served as
 // legacyProtocol by gqlgen.
 var clientMessages = map[string]map[string]bool{

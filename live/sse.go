@@ -17,7 +17,6 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/models"
 )
 
 // IsStream reports whether r asks for GraphQL over Server-Sent Events.
@@ -262,31 +261,4 @@ func errorEvent(code apierr.Code, message string) []byte {
 		"message": message, "extensions": map[string]any{"code": strings.ToUpper(string(code))},
 	}}})
 	return append(append([]byte("event: next\ndata: "), b...), "\n\n"...)
-}
-
-// cutCode returns the error code of a stream cut off with the close code code.
-func cutCode(code int) apierr.Code {
-	switch code {
-	case CloseForbidden:
-		return apierr.Unauthorized
-	case CloseTooMany:
-		return apierr.RateLimited
-	}
-	return apierr.Unavailable
-}
-
-// Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
-// already) until ctx ends, and returns the Hub's events: see Hub.Subscribe. Without a
-// connection (a plain HTTP request) it fails.
-func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	c := ConnFrom(ctx)
-	if c == nil {
-		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
-	}
-	if !c.held {
-		if err := c.Acquire(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return r.hub.Subscribe(ctx, c, status, afterID, resume)
 }

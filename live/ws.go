@@ -338,14 +338,6 @@ func refuse(ctx context.Context, code int, err error) (context.Context, *transpo
 	return ctx, nil, apiError(msg)
 }
 
-// closeReason cuts s to the 123 bytes a close frame allows.
-func closeReason(s string) string {
-	if len(s) <= 123 {
-		return s
-	}
-	return s[:120] + "..."
-}
-
 // wsImplementation accepts WebSockets with coder/websocket (as gqlgen's own adapter does:
 // coderConn), after the Upgrade middleware: small buffers, no server deadlines carried over
 // from the upgrade request, a deadline on each write, and the close codes the service chooses.
