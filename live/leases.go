@@ -151,6 +151,13 @@ func (l *Leases) release(set, token string) {
 	l.poke()
 }
 
+// releaseEach lets the lease of each of tokens go from its set of sets.
+func (l *Leases) releaseEach(sets, tokens []string) {
+	for i, set := range sets {
+		l.release(set, tokens[i])
+	}
+}
+
 // forget notes token as no longer held in set; l.mu is held.
 func (l *Leases) forget(set, token string) {
 	tokens := l.held[set]
