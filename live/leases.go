@@ -32,17 +32,15 @@ var leasesSource string
 var leasesScript = redis.NewScript(leasesSource)
 
 // Leases hold the caps of a Registry on every instance sharing one Redis (a single server, a
-// Sentinel-managed primary or a Redis Cluster): each slot a key holds, a connection or a
-// subscription, is also a lease in a sorted set of that key's (leases.lua), taken by one atomic
-// script call that counts the leases of every instance against the cap (an SSE stream takes
-// its connection and its subscription in one call, both or neither). The instance renews its
-// leases every RenewEvery, all in one pipeline; one it does not renew (the instance died) ends
-// LeaseFor after its last renewal. A renewal puts back a lease Redis lost (a restart without
-// persistence, a failover) only while the key is under its cap on every instance: the holder
-// of one it cannot put back is cut off (keep's lost), so that a key never holds more than its
-// cap once renewed. A slot let go is removed at once. A key's sets are
-// "{" + prefix + "live:k:" + id + "}:conns" and ":subs": one hash tag, so that every script call
-// runs on the node of that key's slot of a cluster.
+// Sentinel-managed primary or a Redis Cluster). Each slot a key holds is also a lease in a
+// sorted set of that key's (leases.lua), taken by one atomic script call that counts every
+// instance's leases against the cap (an SSE stream takes its connection and subscription
+// slots together, both or neither). The instance renews its leases every RenewEvery in one
+// pipeline; an instance that dies loses them LeaseFor after its last renewal. A renewal puts
+// back a lease Redis lost only while the key is under its cap, and cuts off the holder of one
+// it cannot (keep's lost), so that a key never holds more than its cap once renewed. A key's
+// sets, "{" + prefix + "live:k:" + id + "}:conns" and ":subs", share one hash tag: every
+// script call runs on one node of a cluster.
 type Leases struct {
 	client redis.UniversalClient
 	prefix string
@@ -151,6 +149,13 @@ func (l *Leases) release(set, token string) {
 	l.poke()
 }
 
+// releaseEach lets the lease of each of tokens go from its set of sets.
+func (l *Leases) releaseEach(sets, tokens []string) {
+	for i, set := range sets {
+		l.release(set, tokens[i])
+	}
+}
+
 // forget notes token as no longer held in set; l.mu is held.
 func (l *Leases) forget(set, token string) {
 	tokens := l.held[set]
@@ -159,154 +164,4 @@ func (l *Leases) forget(set, token string) {
 		delete(l.held, set)
 		delete(l.caps, set)
 	}
-}
-
-// run renews the leases every RenewEvery and removes those let go as they are, until ctx
-// ends; failed reports each failure (the leases then end by themselves, or are renewed once
-// Redis answers). Renewals and removals go one after the other from this goroutine, so a lease
-// let go is never renewed after its removal.
-func (l *Leases) run(ctx context.Context, failed func(error)) {
-	t := time.NewTicker(RenewEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			if err := l.renew(ctx); err != nil {
-				failed(err)
-			}
-		case <-l.wake:
-		}
-		if err := l.remove(ctx); err != nil {
-			failed(err)
-		}
-	}
-}
-
-// renew sends one renewal per set held, renewBatch to a pipeline, and cuts off the holders of
-// the leases Redis had lost and could not take back under their key's cap (cutOff); it returns
-// the first error.
-func (l *Leases) renew(ctx context.Context) error {
-	l.mu.Lock()
-	sets := make([]string, 0, len(l.held))
-	args := make([][]any, 0, len(l.held))
-	for set, tokens := range l.held {
-		a := make([]any, 0, 3+len(tokens))
-		a = append(a, "renew", LeaseFor.Milliseconds(), l.caps[set])
-		for tok := range tokens {
-			a = append(a, tok)
-		}
-		sets, args = append(sets, set), append(args, a)
-	}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, RenewEvery)
-	defer cancel()
-	var first error
-	lost := map[string][]string{}
-	for start := 0; start < len(sets); start += renewBatch {
-		end := min(start+renewBatch, len(sets))
-		if err := l.renewBatch(ctx, sets[start:end], args[start:end], lost); err != nil && first == nil {
-			first = err
-		}
-	}
-	l.cutOff(lost)
-	return first
-}
-
-// cutOff forgets the tokens of lost, by set, that are still held, and cuts off their holders.
-func (l *Leases) cutOff(lost map[string][]string) {
-	var cuts []func()
-	l.mu.Lock()
-	for set, tokens := range lost {
-		for _, tok := range tokens {
-			if cut, held := l.held[set][tok]; held {
-				l.forget(set, tok)
-				cuts = append(cuts, cut)
-			}
-		}
-	}
-	l.mu.Unlock()
-	for _, cut := range cuts {
-		cut()
-	}
-}
-
-// renewBatch renews sets with args in one pipeline, and again with EVAL those that Redis
-// answered NOSCRIPT (a restarted node); it adds to lost, by set, the tokens Redis had lost and
-// did not take back.
-func (l *Leases) renewBatch(ctx context.Context, sets []string, args [][]any, lost map[string][]string) error {
-	pipe := l.client.Pipeline()
-	cmds := make([]*redis.Cmd, len(sets))
-	for i, set := range sets {
-		cmds[i] = leasesScript.EvalSha(ctx, pipe, []string{set}, args[i]...)
-	}
-	_, _ = pipe.Exec(ctx)
-	reload := false
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil && redis.HasErrorPrefix(err, "NOSCRIPT") {
-			cmds[i] = leasesScript.Eval(ctx, pipe, []string{sets[i]}, args[i]...)
-			reload = true
-		}
-	}
-	if reload {
-		_, _ = pipe.Exec(ctx)
-	}
-	var first error
-	for i, cmd := range cmds {
-		tokens, err := cmd.StringSlice()
-		if err != nil {
-			if first == nil {
-				first = fmt.Errorf("live: renewing leases: %w", err)
-			}
-			continue
-		}
-		if len(tokens) > 0 {
-			lost[sets[i]] = tokens
-		}
-	}
-	return first
-}
-
-// remove removes the leases let go, in one pipeline. Those it could not remove end by
-// themselves. A removal under way is not abandoned when ctx ends (run's, as the instance shuts
-// down): the leases it took from released would otherwise be in neither released nor held,
-// and releaseAll would leave them to end by themselves, their slots taken for LeaseFor.
-func (l *Leases) remove(ctx context.Context) error {
-	l.mu.Lock()
-	gone := l.released
-	if len(gone) == 0 {
-		l.mu.Unlock()
-		return nil
-	}
-	l.released = map[string][]string{}
-	l.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), RenewEvery)
-	defer cancel()
-	pipe := l.client.Pipeline()
-	for set, tokens := range gone {
-		members := make([]any, len(tokens))
-		for i, tok := range tokens {
-			members[i] = tok
-		}
-		pipe.ZRem(ctx, set, members...)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("live: removing leases: %w", err)
-	}
-	return nil
-}
-
-// releaseAll lets every lease go and removes them; run must have returned.
-func (l *Leases) releaseAll(ctx context.Context) error {
-	l.mu.Lock()
-	for set, tokens := range l.held {
-		for tok := range tokens {
-			l.released[set] = append(l.released[set], tok)
-		}
-	}
-	clear(l.held)
-	clear(l.caps)
-	l.mu.Unlock()
-	return l.remove(ctx)
 }

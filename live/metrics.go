@@ -1,7 +1,11 @@
 package live
 
 import (
+	"context"
+	"errors"
+	"log/slog"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -49,17 +53,16 @@ func (m *Metrics) Collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors, m.capErrors}
 }
 
-// cutLabel returns the reason label of a close code.
-func cutLabel(code int) string {
-	switch code {
-	case CloseSlow:
-		return "slow"
-	case CloseForbidden:
-		return "revoked"
-	case CloseGoingAway:
-		return "shutdown"
-	case CloseTooMany:
-		return "over_cap"
+// logEvery logs msg with err at most once every 10 seconds, last holding the time of the last
+// line: a failing Redis or database would otherwise log at every attempt.
+func logEvery(last *atomic.Int64, msg string, err error) {
+	now := time.Now().UnixNano()
+	prev := last.Load()
+	if now-prev < int64(10*time.Second) || !last.CompareAndSwap(prev, now) {
+		return
 	}
-	return "error"
+	if errors.Is(err, context.Canceled) {
+		return
+	}
+	slog.Warn(msg, "err", err)
 }

@@ -22,16 +22,6 @@ func (r *Registry) Gate(ctx context.Context) error {
 	return nil
 }
 
-// charge charges one request to c's key (RegistryOptions.Charge): an operation sent on a
-// WebSocket, or a page of pets read from the database for one of its subscriptions. Without a
-// limiter it charges nothing.
-func (c *Conn) charge(ctx context.Context) error {
-	if c.reg.opts.Charge == nil {
-		return nil
-	}
-	return c.reg.opts.Charge(ctx, c.principal)
-}
-
 // Admitted is told that an operation passed every check and runs: the run of refused
 // operations of its WebSocket ends.
 func (r *Registry) Admitted(ctx context.Context) {

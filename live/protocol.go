@@ -7,27 +7,30 @@ import (
 	"sync"
 )
 
-// Close codes of a client's message that its protocol forbids (graphql-transport-ws's, given
-// to graphql-ws sockets too): gqlgen's transport checks none of these.
-const (
-	CloseDuplicateID = 4409 // a subscribe (start) with the id of an operation still active
-	CloseInitAgain   = 4429 // a second connection_init
-)
-
-// clientMessages are the types of message a client may send, by subprotocol; "" is served as
-// legacyProtocol by gqlgen.
-var clientMessages = map[string]map[string]bool{
-	transportProtocol: {"connection_init": true, "subscribe": true, "complete": true, "ping": true, "pong": true},
-	legacyProtocol:    {"connection_init": true, "start": true, "stop": true, "connection_terminate": true},
+// clientMessagesOf returns the types of message a client of subprotocol may send; gqlgen
+// serves a socket naming none (or another) as legacyProtocol.
+func clientMessagesOf(subprotocol string) map[string]bool {
+	if subprotocol == transportProtocol {
+		return transportMessages
+	}
+	return legacyMessages
 }
 
 // protocolState is what a WebSocket's messages must agree with: whether connection_init came,
 // and the ids of the operations active, from the client's subscribe (start) to the server's
-// complete or error (which also follows a client's complete or stop).
+// complete or error (which also follows a client's complete or stop). gqlgen's transport
+// checks none of this.
 type protocolState struct {
 	mu     sync.Mutex
 	inited bool
 	active map[string]bool
+}
+
+// clientMessage is what checkMessage decodes of a client's message.
+type clientMessage struct {
+	Type    string          `json:"type"`
+	ID      string          `json:"id"`
+	Payload json.RawMessage `json:"payload"`
 }
 
 // errProtocol ends gqlgen's read loop after a message its protocol forbids; the socket is
@@ -36,70 +39,71 @@ var errProtocol = apiError("live: a message the protocol forbids")
 
 // checkMessage checks data, a message of the peer on a socket of subprotocol, before gqlgen's
 // transport reads it: it returns the close code and reason of a message the protocol forbids
-// (a second connection_init, an id already active, a message of another protocol or not
-// JSON, a connection_init whose payload is not an object, a subscribe whose payload is not an
-// operation: checkOperation), else 0. Only the type, id and payload's top level are decoded.
+// (not JSON, of another protocol, or failing checkInit or checkStart), else 0. Only the type,
+// id and payload's top level are decoded.
 func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, string) {
-	var m struct {
-		Type    string          `json:"type"`
-		ID      string          `json:"id"`
-		Payload json.RawMessage `json:"payload"`
-	}
+	var m clientMessage
 	if err := json.Unmarshal(data, &m); err != nil {
 		return CloseBadRequest, "invalid message: " + err.Error()
 	}
-	allowed := clientMessages[subprotocol]
-	if allowed == nil {
-		allowed = clientMessages[legacyProtocol]
-	}
-	if !allowed[m.Type] {
+	if !clientMessagesOf(subprotocol)[m.Type] {
 		return CloseBadRequest, fmt.Sprintf("unexpected message type %q", m.Type)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch m.Type {
 	case "connection_init":
-		if s.inited {
-			return CloseInitAgain, "Too many initialisation requests"
-		}
-		if p := bytes.TrimSpace(m.Payload); len(p) > 0 && !isKind(p, '{') {
-			return CloseBadRequest, "the payload of connection_init is not an object"
-		}
-		s.inited = true
+		return s.checkInit(m.Payload)
 	case "subscribe", "start":
-		if m.ID == "" {
-			return CloseBadRequest, m.Type + " without an id"
-		}
-		if reason := checkOperation(m.Payload); reason != "" {
-			return CloseBadRequest, reason
-		}
-		if s.active[m.ID] {
-			return CloseDuplicateID, fmt.Sprintf("Subscriber for %s already exists", m.ID)
-		}
-		if s.active == nil {
-			s.active = map[string]bool{}
-		}
-		s.active[m.ID] = true
+		return s.checkStart(m)
 	}
 	// A client's complete (stop) frees no id: its operation is active until the server's
 	// complete, which gqlgen sends once the operation's goroutine ends. Freed here, the id
-	// could start a second operation before the first ended, whose complete would then free
-	// the id of the second, and a third would run under it too.
+	// could start a second operation before the first ended.
+	return 0, ""
+}
+
+// checkInit checks a connection_init with payload: the first, its payload an object (or
+// none); s.mu is held.
+func (s *protocolState) checkInit(payload json.RawMessage) (int, string) {
+	if s.inited {
+		return CloseInitAgain, "Too many initialisation requests"
+	}
+	if p := bytes.TrimSpace(payload); len(p) > 0 && !isKind(p, '{') {
+		return CloseBadRequest, "the payload of connection_init is not an object"
+	}
+	s.inited = true
+	return 0, ""
+}
+
+// checkStart checks m, a subscribe (start): an id not active, an operation (checkOperation);
+// s.mu is held.
+func (s *protocolState) checkStart(m clientMessage) (int, string) {
+	if m.ID == "" {
+		return CloseBadRequest, m.Type + " without an id"
+	}
+	if reason := checkOperation(m.Payload); reason != "" {
+		return CloseBadRequest, reason
+	}
+	if s.active[m.ID] {
+		return CloseDuplicateID, fmt.Sprintf("Subscriber for %s already exists", m.ID)
+	}
+	if s.active == nil {
+		s.active = map[string]bool{}
+	}
+	s.active[m.ID] = true
 	return 0, ""
 }
 
 // checkOperation returns why payload, that of a subscribe (start), is not an operation as
 // gqlgen's transport reads it (graphql.RawParams: an object, or null, whose query and
 // operationName are strings and whose variables and extensions are objects, each of them
-// possibly null), or "". gqlgen answers such a payload with an "invalid json" error before the
-// operation is charged (Registry.Gate) or counted among the refusals in a row.
+// possibly null), or "". gqlgen would answer such a payload with an "invalid json" error
+// before the operation is charged (Registry.Gate) or counted among the refusals in a row.
 func checkOperation(payload json.RawMessage) string {
 	p := bytes.TrimSpace(payload)
 	if len(p) == 0 {
 		return "an operation without a payload"
-	}
-	if !isKind(p, '{') {
-		return "the payload of an operation is not an object"
 	}
 	var op struct {
 		Query         json.RawMessage `json:"query"`
@@ -107,7 +111,7 @@ func checkOperation(payload json.RawMessage) string {
 		Variables     json.RawMessage `json:"variables"`
 		Extensions    json.RawMessage `json:"extensions"`
 	}
-	if json.Unmarshal(p, &op) != nil {
+	if !isKind(p, '{') || json.Unmarshal(p, &op) != nil {
 		return "the payload of an operation is not an object"
 	}
 	for _, f := range []struct {

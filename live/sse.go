@@ -4,20 +4,16 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/gin-gonic/gin"
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/models"
 )
 
 // IsStream reports whether r asks for GraphQL over Server-Sent Events.
@@ -37,8 +33,8 @@ func IsStream(r *http.Request) bool {
 // from net/http and h runs on a goroutine of its own, writing the answer (chunked) with small
 // buffers, while another waits for the client to close, or to send anything (watchClient);
 // net/http's goroutine, its buffers and the middleware's frames are freed, and the request is
-// logged and timed once the stream is set up. Where the connection cannot be taken (HTTP/2, HTTP/1.0), or the body cannot be read, h
-// runs in the request.
+// logged and timed once the stream is set up. Where the connection cannot be taken (HTTP/2,
+// HTTP/1.0), or the body cannot be read, h runs in the request.
 func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !IsStream(c.Request) {
@@ -48,43 +44,51 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 		if p == nil {
 			return // auth.Require answers
 		}
-		ctx, cancel := context.WithCancel(context.WithoutCancel(c.Request.Context()))
-		conn, err := r.open(c.Request.Context(), p, func(int, string) { cancel() }, true)
-		if err == nil && !r.track() {
-			r.close(conn)
-			err = errShuttingDown
-		}
+		c.Abort()
+		s, err := r.openStream(c.Request.Context(), p, h)
 		if err != nil {
-			cancel()
-			if apierr.From(err).Code == apierr.RateLimited {
-				c.Header("Retry-After", "5")
-			}
-			apierr.Write(c.Writer, c.Request, err)
-			c.Abort()
+			refuseStream(c, err)
 			return
 		}
-		c.Abort()
 		defer r.streams.Done()
-		body, err := io.ReadAll(c.Request.Body)
-		req := c.Request.WithContext(WithConn(ctx, conn))
-		req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
-		if err == nil && req.ProtoAtLeast(1, 1) { // HTTP/1.0 has no chunked bodies
-			if nc, brw, err := http.NewResponseController(c.Writer).Hijack(); err == nil {
-				conn.setWriteDeadline(nc.SetWriteDeadline)
-				r.streams.Add(1)
-				go r.detach(nc, brw.Reader.Buffered() > 0, c.Writer.Header().Clone(), h, req, conn, cancel)
-				return
-			}
+		if !s.readRequest(c.Request) || !s.detach(c) {
+			s.serveInRequest(c)
 		}
-		stop := context.AfterFunc(c.Request.Context(), cancel) // the client went away
-		defer stop()
-		defer cancel()
-		defer r.close(conn)
-		rc := http.NewResponseController(c.Writer)
-		_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
-		conn.setWriteDeadline(rc.SetWriteDeadline)
-		h.ServeHTTP(&sseWriter{ResponseWriter: c.Writer, deadline: rc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
 	}
+}
+
+// sseStream is one SSE stream being served.
+type sseStream struct {
+	reg    *Registry
+	conn   *Conn
+	h      http.Handler
+	ctx    context.Context    // the stream's, carrying conn
+	cancel context.CancelFunc // ends the stream
+	req    *http.Request      // with ctx, its body read beforehand (readRequest)
+}
+
+// openStream opens the connection of a stream of p, and counts the stream among those
+// Shutdown waits for; it fails over the key's caps or once shutdown has begun.
+func (r *Registry) openStream(reqCtx context.Context, p *auth.Principal, h http.Handler) (*sseStream, error) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
+	conn, err := r.open(reqCtx, p, func(int, string) { cancel() }, true)
+	if err == nil && !r.track() {
+		r.close(conn)
+		err = errShuttingDown
+	}
+	if err != nil {
+		cancel()
+		return nil, err
+	}
+	return &sseStream{reg: r, conn: conn, h: h, ctx: WithConn(ctx, conn), cancel: cancel}, nil
+}
+
+// refuseStream answers a stream that openStream refused.
+func refuseStream(c *gin.Context, err error) {
+	if apierr.From(err).Code == apierr.RateLimited {
+		c.Header("Retry-After", "5")
+	}
+	apierr.Write(c.Writer, c.Request, err)
 }
 
 // track counts a stream that Shutdown waits for, unless shutdown has begun.
@@ -98,21 +102,61 @@ func (r *Registry) track() bool {
 	return true
 }
 
-// detach serves the stream req of conn with h on nc, taken from net/http, with header (the
-// middleware's) on its answer; cancel ends the stream. The stream ends when the client closes
-// the connection or sends anything (watchClient); sent says it already did: net/http had read
-// bytes past the request when the connection was taken.
-func (r *Registry) detach(nc net.Conn, sent bool, header http.Header, h http.Handler, req *http.Request, conn *Conn, cancel context.CancelFunc) {
-	defer r.streams.Done()
-	defer r.close(conn)
-	defer cancel()
+// readRequest reads the body of orig whole (an error reading it is the body's, read later)
+// and makes s.req orig with the stream's context. It reports whether the connection may be
+// taken from net/http: the body was read, and chunked bodies exist (not HTTP/1.0).
+func (s *sseStream) readRequest(orig *http.Request) bool {
+	body, err := io.ReadAll(orig.Body)
+	s.req = orig.WithContext(s.ctx)
+	s.req.Body = io.NopCloser(io.MultiReader(bytes.NewReader(body), errReader{err}))
+	return err == nil && s.req.ProtoAtLeast(1, 1)
+}
+
+// detach takes the connection of c from net/http and serves the stream on it, on a
+// goroutine of its own; it reports whether it could.
+func (s *sseStream) detach(c *gin.Context) bool {
+	nc, brw, err := http.NewResponseController(c.Writer).Hijack()
+	if err != nil {
+		return false
+	}
+	s.conn.setWriteDeadline(nc.SetWriteDeadline)
+	s.reg.streams.Add(1)
+	go s.serveDetached(nc, brw.Reader.Buffered() > 0, c.Writer.Header().Clone())
+	return true
+}
+
+// serveInRequest serves the stream in the request of c, as net/http's handler.
+func (s *sseStream) serveInRequest(c *gin.Context) {
+	stop := context.AfterFunc(c.Request.Context(), s.cancel) // the client went away
+	defer stop()
+	defer s.cancel()
+	defer s.reg.close(s.conn)
+	rc := http.NewResponseController(c.Writer)
+	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
+	s.conn.setWriteDeadline(rc.SetWriteDeadline)
+	s.h.ServeHTTP(s.writer(c.Writer, rc.SetWriteDeadline), s.req)
+}
+
+// writer returns the sseWriter of the stream on w, whose write deadline deadline sets.
+func (s *sseStream) writer(w http.ResponseWriter, deadline func(time.Time) error) *sseWriter {
+	return &sseWriter{ResponseWriter: w, deadline: deadline, conn: s.conn, timeout: s.reg.opts.WriteTimeout}
+}
+
+// serveDetached serves the stream on nc, taken from net/http, with header (the middleware's)
+// on its answer. The stream ends when the client closes the connection or sends anything
+// (watchClient); sent says it already did: net/http had read bytes past the request when the
+// connection was taken.
+func (s *sseStream) serveDetached(nc net.Conn, sent bool, header http.Header) {
+	defer s.reg.streams.Done()
+	defer s.reg.close(s.conn)
+	defer s.cancel()
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Time{}) // the server's timeouts of the request are over
 	boundSendBuffer(nc)
-	go watchClient(nc, sent, conn, cancel)
+	go watchClient(nc, sent, s.conn, s.cancel)
 	w := &chunkedWriter{bw: bufio.NewWriterSize(nc, wsBufferSize), header: header}
-	h.ServeHTTP(&sseWriter{ResponseWriter: w, deadline: nc.SetWriteDeadline, conn: conn, timeout: r.opts.WriteTimeout}, req)
-	_ = nc.SetWriteDeadline(time.Now().Add(r.opts.WriteTimeout))
+	s.h.ServeHTTP(s.writer(w, nc.SetWriteDeadline), s.req)
+	_ = nc.SetWriteDeadline(time.Now().Add(s.reg.opts.WriteTimeout))
 	w.end()
 }
 
@@ -144,149 +188,4 @@ func (e errReader) Read([]byte) (int, error) {
 		return 0, io.EOF
 	}
 	return 0, e.err
-}
-
-// chunkedWriter is the http.ResponseWriter of a detached stream: it writes an HTTP/1.1 answer
-// whose body is chunked, through bw, and closes the connection after it. It is safe for
-// concurrent use (gqlgen's pings may come as the stream ends); what comes after end is dropped.
-type chunkedWriter struct {
-	header http.Header
-
-	mu    sync.Mutex
-	bw    *bufio.Writer
-	wrote bool
-	ended bool
-}
-
-// Header returns the answer's header, the middleware's as the stream was taken over.
-func (w *chunkedWriter) Header() http.Header { return w.header }
-
-// WriteHeader writes the answer's head, once.
-func (w *chunkedWriter) WriteHeader(code int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.writeHeader(code)
-}
-
-// writeHeader writes the head unless it was; w.mu is held.
-func (w *chunkedWriter) writeHeader(code int) {
-	if w.wrote {
-		return
-	}
-	w.wrote = true
-	w.header.Del("Content-Length")
-	w.header.Set("Transfer-Encoding", "chunked")
-	w.header.Set("Connection", "close")
-	if w.header.Get("Date") == "" {
-		w.header.Set("Date", time.Now().UTC().Format(http.TimeFormat))
-	}
-	fmt.Fprintf(w.bw, "HTTP/1.1 %d %s\r\n", code, http.StatusText(code))
-	_ = w.header.Write(w.bw)
-	_, _ = w.bw.WriteString("\r\n")
-}
-
-// Write writes b as one chunk.
-func (w *chunkedWriter) Write(b []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.ended {
-		return 0, net.ErrClosed
-	}
-	w.writeHeader(http.StatusOK)
-	if len(b) == 0 {
-		return 0, nil
-	}
-	fmt.Fprintf(w.bw, "%x\r\n", len(b))
-	_, _ = w.bw.Write(b)
-	_, err := w.bw.WriteString("\r\n")
-	return len(b), err
-}
-
-// Flush sends what was written.
-func (w *chunkedWriter) Flush() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.ended {
-		_ = w.bw.Flush()
-	}
-}
-
-// end writes the last chunk and flushes.
-func (w *chunkedWriter) end() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.writeHeader(http.StatusOK)
-	_, _ = w.bw.WriteString("0\r\n\r\n")
-	_ = w.bw.Flush()
-	w.ended = true
-}
-
-// sseWriter bounds each write of a stream with deadline, and puts an error event saying why
-// before the complete event of a stream that was cut off or ended with an error
-// (Conn.endEvent).
-type sseWriter struct {
-	http.ResponseWriter // and http.Flusher
-	deadline            func(time.Time) error
-	conn                *Conn
-	timeout             time.Duration
-}
-
-var completeEvent = []byte("event: complete")
-
-// Write writes b within the write timeout, after an error event saying why when b completes a
-// stream that was cut off or ended with an error.
-func (w *sseWriter) Write(b []byte) (int, error) {
-	_ = w.deadline(time.Now().Add(w.timeout))
-	if bytes.HasPrefix(b, completeEvent) {
-		if ev := w.conn.endEvent(); ev != nil {
-			_, _ = w.ResponseWriter.Write(ev)
-		}
-	}
-	n, err := w.ResponseWriter.Write(b)
-	if err != nil {
-		w.conn.writeFailed(err) // a flush that timed out fails the next write
-	}
-	return n, err
-}
-
-// Flush sends what was written.
-func (w *sseWriter) Flush() {
-	_ = w.deadline(time.Now().Add(w.timeout))
-	w.ResponseWriter.(http.Flusher).Flush()
-}
-
-// errorEvent returns the next event of a GraphQL error saying why a stream ends: code and
-// message as a response's error carries them.
-func errorEvent(code apierr.Code, message string) []byte {
-	b, _ := json.Marshal(map[string]any{"errors": []map[string]any{{
-		"message": message, "extensions": map[string]any{"code": strings.ToUpper(string(code))},
-	}}})
-	return append(append([]byte("event: next\ndata: "), b...), "\n\n"...)
-}
-
-// cutCode returns the error code of a stream cut off with the close code code.
-func cutCode(code int) apierr.Code {
-	switch code {
-	case CloseForbidden:
-		return apierr.Unauthorized
-	case CloseTooMany:
-		return apierr.RateLimited
-	}
-	return apierr.Unavailable
-}
-
-// Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
-// already) until ctx ends, and returns the Hub's events: see Hub.Subscribe. Without a
-// connection (a plain HTTP request) it fails.
-func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	c := ConnFrom(ctx)
-	if c == nil {
-		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
-	}
-	if !c.held {
-		if err := c.Acquire(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return r.hub.Subscribe(ctx, c, status, afterID, resume)
 }

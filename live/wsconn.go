@@ -1,174 +1,123 @@
 package live
 
 import (
-	"context"
+	"bytes"
 	"encoding/json"
-	"net/http"
-	"reflect"
+	"errors"
+	"io"
+	"net"
+	"os"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
-	coderws "github.com/coder/websocket"
-
-	"petstore/internal/jsonstr"
 )
 
-// coderConn is a coder/websocket connection as gqlgen's own adapter
-// (transport.CoderWebsocketImplementation) makes it, but for the connection being at hand.
-// wsConn, which embeds it, is the transport.WebsocketConn: it reads and writes whole messages
-// with it (readMessage, writeText) to check each, and writes the events of a subscription as
-// they are (writeNext).
-type coderConn struct {
-	ws *coderws.Conn
+// wsConn is the transport.WebsocketConn of a socket: gqlgen's coder/websocket connection with
+// a deadline on each write, each client message checked against its protocol, and the close
+// codes the service chooses.
+type wsConn struct {
+	*coderConn
+	net     net.Conn
+	reg     *Registry
+	conn    atomic.Pointer[Conn] // once authenticated
+	missed  atomic.Int32         // pings sent since the peer last sent something
+	writing atomic.Int32         // writes under way
+	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
+	proto   protocolState        // what the peer's messages must agree with
 
-	mu      sync.Mutex
-	closing bool // WriteClose started the close handshake
+	mu          sync.Mutex
+	code        int
+	reason      string
+	writeClosed bool
 }
 
-// acceptCoder accepts the WebSocket of w and r as gqlgen's adapter does: its subprotocols and
-// response headers, without compression. The Origin is not checked here (Upgrade did).
-func acceptCoder(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (*coderConn, error) {
-	for key, values := range opts.ResponseHeader {
-		for _, v := range values {
-			w.Header().Add(key, v)
-		}
-	}
-	ws, err := coderws.Accept(w, r, &coderws.AcceptOptions{
-		Subprotocols:       opts.Subprotocols,
-		InsecureSkipVerify: true, // Upgrade checked the Origin against the CORS allow-list
-		CompressionMode:    coderws.CompressionDisabled,
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &coderConn{ws: ws}, nil
-}
-
-// readMessage reads the next message whole; a normal close is transport.ErrWebsocketClosed.
-func (c *coderConn) readMessage() (int, []byte, error) {
-	typ, data, err := c.ws.Read(context.Background())
-	if err != nil {
-		switch coderws.CloseStatus(err) {
-		case coderws.StatusNormalClosure, coderws.StatusNoStatusRcvd:
-			return int(typ), nil, transport.ErrWebsocketClosed
-		}
-		return int(typ), nil, err
-	}
-	return int(typ), data, nil
-}
-
-// writeText writes b as one text message.
-func (c *coderConn) writeText(b []byte) error {
-	return c.ws.Write(context.Background(), coderws.MessageText, b)
-}
-
-// WriteClose starts the close handshake with code and message, once, on a goroutine of its
-// own: coder/websocket waits up to 5 s for the peer's close frame, which the transport must
-// not wait for.
-func (c *coderConn) WriteClose(code int, message string) error {
+// closeWith makes the next close of the transport use code and reason.
+func (c *wsConn) closeWith(code int, reason string) {
 	c.mu.Lock()
-	started := c.closing
-	c.closing = true
-	c.mu.Unlock()
-	if !started {
-		go func() { _ = c.ws.Close(coderws.StatusCode(code), message) }()
+	if c.code == 0 {
+		c.code, c.reason = code, closeReason(reason)
 	}
-	return nil
+	c.mu.Unlock()
 }
 
-// Close closes the connection at once, unless the close handshake, which closes it, started.
-func (c *coderConn) Close() error {
+// WriteClose closes with the code closeWith chose, else with code; gqlgen's close for a
+// missing connection_init (1002) is graphql-transport-ws's 4408.
+func (c *wsConn) WriteClose(code int, reason string) error {
 	c.mu.Lock()
-	closing := c.closing
+	if c.code != 0 {
+		code, reason = c.code, c.reason
+	} else if code == transport.WebsocketCloseProtocolError && reason == "connection initialisation timeout" {
+		code = CloseInitTimeout
+	}
+	c.writeClosed = true
 	c.mu.Unlock()
-	if closing {
-		return nil
-	}
-	return c.ws.CloseNow()
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	return c.coderConn.WriteClose(code, reason)
 }
 
-// Subprotocol returns the subprotocol agreed on.
-func (c *coderConn) Subprotocol() string { return c.ws.Subprotocol() }
-
-// SetReadLimit bounds the messages read.
-func (c *coderConn) SetReadLimit(limit int64) { c.ws.SetReadLimit(limit) }
-
-// The message gqlgen's graphql-transport-ws transport writes (graphqltransportwsMessage, an
-// unexported struct of its package) is read by reflection, once its layout is checked to be
-// the one json.Marshal writes as {"payload":...,"id":...,"type":...}.
-var (
-	transportPackage = reflect.TypeFor[transport.Websocket]().PkgPath()
-	messageOnce      sync.Once
-	messageLayoutOK  bool // else json.Marshal writes every message
-)
-
-// nextMessage returns the payload and operation id of v when it is a next message of
-// graphql-transport-ws with a payload. gqlgen marshals that payload with json.Marshal (a
-// graphql.Response): it is compact and escaped as json.Marshal would write it again.
-func nextMessage(v any) (payload []byte, id string, ok bool) {
-	rv := reflect.ValueOf(v)
-	if rv.Kind() != reflect.Pointer || rv.IsNil() {
-		return nil, "", false
-	}
-	rv = rv.Elem()
-	t := rv.Type()
-	if t.Name() != "graphqltransportwsMessage" || t.PkgPath() != transportPackage {
-		return nil, "", false
-	}
-	messageOnce.Do(func() { messageLayoutOK = isMessageLayout(t) })
-	if !messageLayoutOK || rv.Field(2).String() != "next" {
-		return nil, "", false
-	}
-	payload = rv.Field(0).Bytes()
-	return payload, rv.Field(1).String(), len(payload) > 0
+// busy reports whether c is closing or has a write under way, which a ping would wait
+// behind (and whose deadline it would move).
+func (c *wsConn) busy() bool {
+	c.mu.Lock()
+	closed := c.writeClosed
+	c.mu.Unlock()
+	return closed || c.writing.Load() > 0
 }
 
-// isMessageLayout reports whether the struct t has the fields nextMessage reads, as
-// json.Marshal writes them: Payload (a json.RawMessage), ID and Type (strings), in this order
-// with these tags, and nothing else json.Marshal would write.
-func isMessageLayout(t reflect.Type) bool {
-	want := [...]struct {
-		name, tag string
-		kind      reflect.Kind
-	}{{"Payload", "payload,omitempty", reflect.Slice}, {"ID", "id,omitempty", reflect.String}, {"Type", "type", reflect.String}}
-	if t.Kind() != reflect.Struct || t.NumField() < len(want) || t.Field(0).Type != reflect.TypeFor[json.RawMessage]() {
-		return false
-	}
-	for i, w := range want {
-		if f := t.Field(i); f.Name != w.name || f.Tag.Get("json") != w.tag || f.Type.Kind() != w.kind {
-			return false
-		}
-	}
-	for i := len(want); i < t.NumField(); i++ {
-		if t.Field(i).IsExported() {
-			return false
-		}
-	}
-	return true
-}
-
-// nextBuffers holds the buffers next messages are written in.
-var nextBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 512); return &b }}
-
-// writeNext writes the next message of operation id with payload (nextMessage), with a
-// buffer of nextBuffers.
-func (c *coderConn) writeNext(payload []byte, id string) error {
-	bp := nextBuffers.Get().(*[]byte)
-	b := appendNext((*bp)[:0], payload, id)
-	err := c.ws.Write(context.Background(), coderws.MessageText, b)
-	if cap(b) <= 64<<10 { // the pool keeps no large buffer
-		*bp = b[:0]
-		nextBuffers.Put(bp)
+// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the subscriber is cut off
+// as too slow (Conn.writeFailed), or, before connection_init, the connection is closed.
+func (c *wsConn) WriteJSON(v any) error {
+	c.writing.Add(1)
+	defer c.writing.Add(-1)
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	err := c.write(v)
+	if err != nil {
+		c.writeFailed(err)
 	}
 	return err
 }
 
-// appendNext appends the next message of operation id with payload as json.Marshal writes
-// gqlgen's message, without marshalling (and validating) the payload again.
-func appendNext(b, payload []byte, id string) []byte {
-	b = append(append(b, `{"payload":`...), payload...)
-	if id != "" {
-		b = jsonstr.Append(append(b, `,"id":`...), id)
+// write writes v: the events of a subscription (next messages) without marshalling their
+// payload again, the same bytes as json.Marshal writes; other messages marshalled, and noted
+// by the protocol's state before the peer can see them (and reuse their id).
+func (c *wsConn) write(v any) error {
+	if payload, id, ok := nextMessage(v); ok {
+		return c.writeNext(payload, id)
 	}
-	return append(b, `,"type":"next"}`...)
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	c.proto.sent(b)
+	return c.writeText(b)
+}
+
+// writeFailed ends what a failed write to the peer ends: the subscriber's connection, when
+// too slow (Conn.writeFailed); before connection_init, the socket, on a timeout (its reader
+// ends, and with it the connection).
+func (c *wsConn) writeFailed(err error) {
+	if conn := c.conn.Load(); conn != nil {
+		conn.writeFailed(err)
+	} else if errors.Is(err, os.ErrDeadlineExceeded) {
+		_ = c.net.Close()
+	}
+}
+
+// NextReader notes that the peer sent something, and closes the socket, before gqlgen's
+// transport reads it, on a message its protocol forbids (protocolState.checkMessage): gqlgen
+// would run a second operation under an active id, answer a second connection_init with 1002,
+// and end a socket that sends another protocol's message with 1000.
+func (c *wsConn) NextReader() (int, io.Reader, error) {
+	t, data, err := c.coderConn.readMessage()
+	c.missed.Store(0)
+	if err != nil {
+		return t, nil, err
+	}
+	if code, reason := c.proto.checkMessage(c.Subprotocol(), data); code != 0 {
+		c.closeWith(code, reason)
+		return t, nil, errProtocol
+	}
+	return t, bytes.NewReader(data), nil
 }

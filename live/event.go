@@ -1,5 +1,25 @@
 package live
 
+import (
+	"sync/atomic"
+
+	"petstore/models"
+)
+
+// Event is one pet added, as the petAdded subscription sends it. Events are shared by every
+// subscriber: never change one (but through Render, which keeps what it renders).
+type Event struct {
+	Cursor string
+	Pet    *models.Pet
+
+	renderings atomic.Pointer[Rendering] // the newest first
+}
+
+// newEvent returns the event of p.
+func newEvent(p *models.Pet) *Event {
+	return &Event{Cursor: models.EncodeCursor(p.ID), Pet: p}
+}
+
 // MaxRenderings is how many renderings an Event keeps. Each subscriber chooses its selection,
 // so the distinct ones have no bound; past this many, a rendering is made for each delivery
 // and not kept.
@@ -21,10 +41,8 @@ type Rendering struct {
 // may each run render, and all but one rendering are dropped. The key is not retained.
 func (e *Event) Render(key []byte, render func() []byte) *Rendering {
 	head := e.renderings.Load()
-	for r := head; r != nil; r = r.next {
-		if r.key == string(key) {
-			return r
-		}
+	if r := find(head, nil, key); r != nil {
+		return r
 	}
 	r := &Rendering{JSON: render(), key: string(key)}
 	for head == nil || head.count < MaxRenderings {
@@ -37,11 +55,19 @@ func (e *Event) Render(key []byte, render func() []byte) *Rendering {
 		}
 		seen := head
 		head = e.renderings.Load()
-		for x := head; x != seen; x = x.next { // those added meanwhile
-			if x.key == r.key {
-				return x
-			}
+		if x := find(head, seen, key); x != nil { // added meanwhile
+			return x
 		}
 	}
 	return r
+}
+
+// find returns the rendering of key in the list from head up to end (excluded), or nil.
+func find(head, end *Rendering, key []byte) *Rendering {
+	for r := head; r != end; r = r.next {
+		if r.key == string(key) {
+			return r
+		}
+	}
+	return nil
 }

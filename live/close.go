@@ -1,0 +1,61 @@
+package live
+
+import "petstore/apierr"
+
+// Close codes of a WebSocket the service closes. The 44xx ones are graphql-transport-ws's,
+// given to graphql-ws sockets too.
+const (
+	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
+	CloseSlow        = 1008 // policy violation: the subscriber did not keep up
+	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed, or the instance drains
+	CloseBadRequest  = 4400 // MaxRefusedInRow refused operations in a row, or a message the protocol forbids
+	CloseForbidden   = 4403 // missing, unknown, revoked or suspended key
+	CloseInitTimeout = 4408 // no connection_init in time
+	CloseDuplicateID = 4409 // a subscribe (start) with the id of an operation still active
+	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
+	CloseInitAgain   = 4429 // a second connection_init
+)
+
+// ReasonSlow is the close reason of a subscriber that does not keep up.
+const ReasonSlow = "subscriber too slow: its buffer of events is full; reconnect and resume with after"
+
+// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
+// other instances gave the key's free slots to new holders: it would take the key past its cap.
+const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
+
+// ReasonShutdown is the close reason when the instance shuts down.
+const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
+
+// closeReason cuts s to the 123 bytes a close frame allows.
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	return s[:120] + "..."
+}
+
+// cutLabel returns the reason label of a close code on petstore_subscribers_cut_off_total.
+func cutLabel(code int) string {
+	switch code {
+	case CloseSlow:
+		return "slow"
+	case CloseForbidden:
+		return "revoked"
+	case CloseGoingAway:
+		return "shutdown"
+	case CloseTooMany:
+		return "over_cap"
+	}
+	return "error"
+}
+
+// cutCode returns the error code of an SSE stream cut off with the close code code.
+func cutCode(code int) apierr.Code {
+	switch code {
+	case CloseForbidden:
+		return apierr.Unauthorized
+	case CloseTooMany:
+		return apierr.RateLimited
+	}
+	return apierr.Unavailable
+}

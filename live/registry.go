@@ -1,0 +1,257 @@
+package live
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"petstore/auth"
+)
+
+// DefaultPingEvery is how often every WebSocket gets a ping unless RegistryOptions.PingEvery
+// says otherwise: within the idle timeouts of common proxies and balancers (60 s and more).
+const DefaultPingEvery = 20 * time.Second
+
+// CheckFunc returns, for the keys of ids that must lose their connections (revoked or
+// suspended), the reason; it is called every RecheckEvery while they have some.
+type CheckFunc func(ctx context.Context, ids []int64) (map[int64]string, error)
+
+// RegistryOptions are the settings of a Registry.
+type RegistryOptions struct {
+	Caps Caps
+	// Check finds the keys to cut off; nil: none is.
+	Check CheckFunc
+	// Charge charges an operation sent on a WebSocket, or a page of pets a subscription reads
+	// from the database past the first, to p as one request, and returns the error of a
+	// refused one (rate_limited, key_suspended); nil: not charged.
+	Charge func(ctx context.Context, p *auth.Principal) error
+	// RecheckEvery is how often the keys with connections are checked (default 2 s).
+	RecheckEvery time.Duration
+	// PingEvery is how often every WebSocket gets a ping (default DefaultPingEvery); a peer that sent
+	// nothing for three of them is closed.
+	PingEvery time.Duration
+	// WriteTimeout bounds each write to a subscriber (default 10 s): a peer that does not read
+	// is closed then.
+	WriteTimeout time.Duration
+	// Leases, when not nil, hold the caps of each key on every instance sharing its Redis; nil:
+	// each instance holds them on its own.
+	Leases *Leases
+	// FailOpen is what a new connection or subscription gets while the Redis of Leases fails:
+	// true admits it within this instance's caps, false refuses it as unavailable (the rate
+	// limiter's policy, PETSTORE_RATELIMIT_FAIL_OPEN). Those already open stay open either way.
+	FailOpen bool
+}
+
+// withDefaults returns o with its zero fields set to the defaults.
+func (o RegistryOptions) withDefaults() RegistryOptions {
+	if o.RecheckEvery <= 0 {
+		o.RecheckEvery = 2 * time.Second
+	}
+	if o.PingEvery <= 0 {
+		o.PingEvery = DefaultPingEvery
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.Caps.PerPlan == nil {
+		o.Caps = DefaultCaps()
+	}
+	return o
+}
+
+// Registry knows every subscriber connection of the instance: it applies the caps, cuts off
+// the keys that are revoked or suspended, pings the WebSockets and closes everything at
+// shutdown. Its one goroutine starts with the first connection.
+type Registry struct {
+	opts RegistryOptions
+	hub  *Hub
+
+	startOnce sync.Once
+	ctx       context.Context
+	stop      context.CancelFunc
+	done      chan struct{}
+
+	mu       sync.Mutex
+	keys     map[int64]*keyConns
+	pending  map[string]int // unauthenticated WebSockets by client address
+	ws       map[*wsConn]struct{}
+	shutdown bool
+	leasing  chan struct{}  // closed when Leases.run has returned; nil until it starts
+	streams  sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
+}
+
+// NewRegistry returns a Registry whose cut-offs the Hub counts.
+func NewRegistry(hub *Hub, opts RegistryOptions) *Registry {
+	ctx, stop := context.WithCancel(context.Background())
+	return &Registry{opts: opts.withDefaults(), hub: hub, ctx: ctx, stop: stop, done: make(chan struct{}),
+		keys: map[int64]*keyConns{}, pending: map[string]int{}, ws: map[*wsConn]struct{}{}}
+}
+
+// open registers a connection of p, closed by cut, and for a stream (an SSE stream) its
+// subscription too; it fails over the key's caps.
+func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code int, reason string), stream bool) (*Conn, error) {
+	r.startOnce.Do(func() { go r.loop() })
+	n := r.opts.Caps.capOf(p.Plan.Name)
+	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream, principal: p}
+	kinds, err := r.hold(c, n)
+	if err != nil {
+		return nil, err
+	}
+	release, err := r.share(ctx, c, n, kinds...)
+	if err != nil {
+		r.close(c)
+		return nil, err
+	}
+	c.release = release
+	return c, nil
+}
+
+// hold counts c among its key's connections on this instance, and a stream's subscription
+// too, under the cap n; it returns the kinds of slots taken, for share.
+func (r *Registry) hold(c *Conn, n int) ([]string, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.shutdown {
+		return nil, errShuttingDown
+	}
+	r.startLeasing()
+	k := r.keys[c.KeyID]
+	if k == nil {
+		k = &keyConns{conns: map[*Conn]struct{}{}}
+		r.keys[c.KeyID] = k
+	}
+	if err := k.refuse(n, c.plan, c.held); err != nil {
+		r.forgetIdle(c.KeyID, k)
+		return nil, err
+	}
+	k.conns[c] = struct{}{}
+	if !c.held {
+		return []string{"conns"}, nil
+	}
+	k.subs++
+	return []string{"conns", "subs"}, nil
+}
+
+// close forgets c (and the subscription of a stream) and lets its leases go.
+func (r *Registry) close(c *Conn) {
+	if c.release != nil {
+		c.release()
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if k := r.keys[c.KeyID]; k != nil {
+		delete(k.conns, c)
+		if c.held {
+			k.subs--
+		}
+		r.forgetIdle(c.KeyID, k)
+	}
+}
+
+// connsOf returns the connections of key id.
+func (r *Registry) connsOf(id int64) []*Conn {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.keys[id].list()
+}
+
+// Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error
+// event saying so, which it waits for, at most WriteTimeout), lets every lease in Redis go
+// and refuses new connections; the Hub's goroutines and the Registry's stop.
+func (r *Registry) Shutdown() {
+	leasing, conns := r.beginShutdown()
+	for _, c := range conns {
+		c.Cut(CloseGoingAway, ReasonShutdown)
+	}
+	r.waitStreams()
+	r.stop()
+	r.stopLeasing(leasing)
+	r.hub.Close()
+}
+
+// beginShutdown refuses new connections, and returns what Shutdown ends: the leasing (nil
+// when it never started) and every connection.
+func (r *Registry) beginShutdown() (chan struct{}, []*Conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.shutdown = true
+	var all []*Conn
+	for _, k := range r.keys {
+		all = append(all, k.list()...)
+	}
+	return r.leasing, all
+}
+
+// waitStreams waits, at most WriteTimeout, for the SSE streams to write their last events:
+// net/http does not wait for connections taken from it.
+func (r *Registry) waitStreams() {
+	ended := make(chan struct{})
+	go func() { r.streams.Wait(); close(ended) }()
+	select {
+	case <-ended:
+	case <-time.After(r.opts.WriteTimeout):
+	}
+}
+
+// loop checks the keys every RecheckEvery and, on a goroutine of its own, pings the
+// WebSockets every PingEvery: a round of pings that waits on stalled sockets (each up to
+// WriteTimeout) never holds up the cut-off of a revoked or suspended key.
+func (r *Registry) loop() {
+	defer close(r.done)
+	pinging := make(chan struct{})
+	go func() {
+		defer close(pinging)
+		every(r.ctx, r.opts.PingEvery, r.pingAll)
+	}()
+	every(r.ctx, r.opts.RecheckEvery, r.recheck)
+	<-pinging
+}
+
+// every runs f every d until ctx ends.
+func every(ctx context.Context, d time.Duration, f func()) {
+	t := time.NewTicker(d)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			f()
+		}
+	}
+}
+
+// recheck cuts off the connections of the keys Check names.
+func (r *Registry) recheck() {
+	if r.opts.Check == nil {
+		return
+	}
+	ids := r.keyIDs()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(r.ctx, r.opts.RecheckEvery)
+	bad, err := r.opts.Check(ctx, ids)
+	cancel()
+	if err != nil {
+		logEvery(&r.hub.metrics.lastReadLog, "live: checking the keys of subscribers failed", err)
+		return
+	}
+	for id, reason := range bad {
+		for _, c := range r.connsOf(id) {
+			c.Cut(CloseForbidden, fmt.Sprintf("the API key %s", reason))
+		}
+	}
+}
+
+// keyIDs returns the ids of the keys holding connections.
+func (r *Registry) keyIDs() []int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ids := make([]int64, 0, len(r.keys))
+	for id := range r.keys {
+		ids = append(ids, id)
+	}
+	return ids
+}

@@ -1,0 +1,102 @@
+package live
+
+import (
+	"context"
+
+	"petstore/apierr"
+	"petstore/models"
+)
+
+// notReady answers a subscription while the database cannot tell where to start.
+const notReady = "cannot start a subscription now: the database does not answer; retry later"
+
+// errShuttingDown answers a subscription that comes once the instance drains.
+var errShuttingDown = &apierr.Error{Code: apierr.Unavailable, Message: "the instance is shutting down; subscribe again"}
+
+// Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
+// already) until ctx ends, and returns the Hub's events: see Hub.Subscribe. Without a
+// connection (a plain HTTP request) it fails.
+func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
+	c := ConnFrom(ctx)
+	if c == nil {
+		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
+	}
+	if !c.held {
+		if err := c.Acquire(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return r.hub.Subscribe(ctx, c, status, afterID, resume)
+}
+
+// Subscribe returns the events of the pets added from now on (of status when it is not nil),
+// after the pets above afterID when resume is true, until ctx ends or c is cut off, when the
+// channel is closed. It returns an unavailable error while the database cannot tell where to
+// start.
+func (h *Hub) Subscribe(ctx context.Context, c *Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
+	s := &sub{hub: h, ctx: ctx, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume,
+		sent: afterID, queued: afterID}
+	if err := h.join(ctx, s); err != nil {
+		return nil, err
+	}
+	h.start()
+	h.metrics.active.Inc()
+	context.AfterFunc(ctx, func() { h.leave(s) })
+	if resume {
+		go s.resume(ctx, afterID, true)
+	}
+	return s.ch, nil
+}
+
+// join registers s. The first subscription of an idle Hub sets the mark to the highest id
+// stored: the reader does not read while nobody listens.
+func (h *Hub) join(ctx context.Context, s *sub) error {
+	for {
+		idle := h.Active() == 0
+		var mark int64
+		if idle {
+			var err error
+			if mark, err = h.opts.LastID(ctx); err != nil {
+				return &apierr.Error{Code: apierr.Unavailable, Message: notReady, Err: err}
+			}
+		}
+		if joined, err := h.add(s, idle, mark); joined || err != nil {
+			return err
+		}
+	}
+}
+
+// add registers s and reports whether it did. It does not when the Hub is closed (the
+// error), nor when join saw subscribers (idle false, mark unread) that have left meanwhile:
+// join then reads the mark.
+func (h *Hub) add(s *sub, idle bool, mark int64) (bool, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed {
+		return false, errShuttingDown
+	}
+	if len(h.subs) == 0 {
+		if !idle {
+			return false, nil
+		}
+		h.mark = max(h.mark, mark)
+	}
+	h.subs[s] = struct{}{}
+	return true, nil
+}
+
+// leave removes s once its subscriber has gone.
+func (h *Hub) leave(s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.remove(s)
+}
+
+// remove takes s out of the Hub's subscriptions unless it is out already (it left, or was cut
+// off); h.mu is held.
+func (h *Hub) remove(s *sub) {
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		h.metrics.active.Dec()
+	}
+}

@@ -1,0 +1,193 @@
+package live
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"petstore/apierr"
+	"petstore/auth"
+)
+
+// MaxMessageBytes is the largest message a WebSocket client may send (a subscribe message with
+// its query and variables); a larger one closes the connection with 1009 (message too big).
+const MaxMessageBytes = 64 << 10
+
+// InitTimeout is how long a WebSocket may stay open without connection_init: then it is
+// closed with 4408.
+const InitTimeout = 5 * time.Second
+
+// authenticateFunc returns the key of an Authorization header, charging it one request (to
+// the client address when it is not a valid key).
+type authenticateFunc func(ctx context.Context, authorization string) (*auth.Principal, error)
+
+// Websocket returns gqlgen's WebSocket transport (graphql-transport-ws, and the older
+// graphql-ws) set up for the service: the key from connection_init's payload, else the
+// upgrade's (authenticate checks it and charges the socket one request; an upgrade whose
+// header key was valid, charged with the upgrade, is not charged again), the caps, 4408
+// without connection_init within InitTimeout, messages up to MaxMessageBytes, pings every
+// RegistryOptions.PingEvery, and small buffers. A refused connection_init closes with
+// refusalCode's code.
+func (r *Registry) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
+	limit := int64(MaxMessageBytes)
+	return transport.Websocket{
+		Implementation:   wsImplementation{reg: r},
+		InitTimeout:      InitTimeout,
+		PayloadReadLimit: &limit,
+		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
+			return r.initApart(ctx, payload, authenticate)
+		},
+	}
+}
+
+// initApart runs initWS on a goroutine of its own, which ends: the key's lookup and check
+// (database statements, deep stacks) would leave the connection's reading goroutine a large
+// stack for as long as it lives.
+func (r *Registry) initApart(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
+	var (
+		out  context.Context
+		ack  *transport.InitPayload
+		err  error
+		done = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		out, ack, err = r.initWS(ctx, payload, authenticate)
+	}()
+	<-done
+	return out, ack, err
+}
+
+// initWS authenticates a WebSocket at connection_init and opens its connection.
+func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
+	st, _ := ctx.Value(wsStateKey{}).(*wsState)
+	if st == nil || st.ws == nil {
+		return refuse(ctx, CloseForbidden, apierr.Wrap(errNoUpgrade))
+	}
+	p, code, err := r.initKey(ctx, st, payload, authenticate)
+	if err != nil {
+		return refuse(ctx, code, err)
+	}
+	return r.openWS(ctx, st, p)
+}
+
+// initKey returns the key of a connection_init: its payload's, else the upgrade's (already
+// authenticated when valid, else st.authorization); or the close code and error refusing it.
+func (r *Registry) initKey(ctx context.Context, st *wsState, payload transport.InitPayload, authenticate authenticateFunc) (*auth.Principal, int, error) {
+	p := auth.FromContext(ctx) // the upgrade's key, charged with it
+	if header := payload.Authorization(); header != "" || p == nil {
+		if header == "" {
+			header = st.authorization
+		}
+		var err error
+		if p, err = authenticate(ctx, header); err != nil {
+			return nil, refusalCode(err), err
+		}
+	}
+	code, err := r.checkKey(ctx, p)
+	return p, code, err
+}
+
+// checkKey returns the close code and error of p's key when Check finds it revoked or
+// suspended, or cannot tell; else 0 and nil.
+func (r *Registry) checkKey(ctx context.Context, p *auth.Principal) (int, error) {
+	if r.opts.Check == nil {
+		return 0, nil
+	}
+	bad, err := r.opts.Check(ctx, []int64{p.KeyID})
+	if err != nil {
+		return CloseRetry, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+	}
+	if reason, ok := bad[p.KeyID]; ok {
+		return CloseForbidden, apierr.New(apierr.Unauthorized, "the API key %s", reason)
+	}
+	return 0, nil
+}
+
+// openWS opens the connection of the socket of st for p, under the key's caps, and gives
+// back its pending slot.
+func (r *Registry) openWS(ctx context.Context, st *wsState, p *auth.Principal) (context.Context, *transport.InitPayload, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	ws := st.ws
+	c, err := r.open(ctx, p, func(code int, reason string) {
+		ws.closeWith(code, reason)
+		cancel()
+	}, false)
+	if err != nil {
+		cancel()
+		if apierr.From(err).Code == apierr.Unavailable {
+			return refuse(ctx, CloseRetry, err)
+		}
+		return refuse(ctx, CloseTooMany, err)
+	}
+	c.ws = true
+	c.setWriteDeadline(ws.net.SetWriteDeadline)
+	ws.conn.Store(c)
+	r.releasePending(st)
+	context.AfterFunc(ctx, func() { r.close(c) })
+	return WithConn(ctx, c), nil, nil
+}
+
+// refusalCode returns the close code of a socket whose connection_init authenticate refused
+// with err: 4403 for a key that is missing, unknown, revoked or suspended, 4429 over a rate
+// limit, 1013 when the key or the limit cannot be checked now.
+func refusalCode(err error) int {
+	switch apierr.From(err).Code {
+	case apierr.RateLimited:
+		return CloseTooMany
+	case apierr.Unavailable:
+		return CloseRetry
+	}
+	return CloseForbidden
+}
+
+var errNoUpgrade = apiError("live: a WebSocket without the Upgrade middleware")
+
+// apiError is an error of this package's own, a constant.
+type apiError string
+
+func (e apiError) Error() string { return string(e) }
+
+// refuse returns what InitFunc returns to close the connection with code and err's message.
+func refuse(ctx context.Context, code int, err error) (context.Context, *transport.InitPayload, error) {
+	msg := apierr.From(err).Message
+	ctx = transport.WithWebsocketCloseCode(ctx, code)
+	ctx = transport.AppendCloseReason(ctx, closeReason(msg))
+	return ctx, nil, apiError(msg)
+}
+
+// wsImplementation accepts WebSockets with coder/websocket (as gqlgen's own adapter does:
+// coderConn), after the Upgrade middleware: small buffers, no server deadlines carried over
+// from the upgrade request, a deadline on each write, and the close codes the service chooses.
+type wsImplementation struct{ reg *Registry }
+
+func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+	st, _ := r.Context().Value(wsStateKey{}).(*wsState)
+	dw, ok := w.(*detachedWriter)
+	if st == nil || !ok {
+		return nil, errNoUpgrade
+	}
+	conn, err := acceptCoder(dw, r, opts)
+	if err != nil {
+		return nil, err
+	}
+	dw.header = http.Header{} // the head is written: the socket's goroutine, which holds dw, need not hold it
+	ws := &wsConn{coderConn: conn, net: dw.conn, reg: i.reg}
+	st.ws = ws
+	i.reg.trackWS(r.Context(), ws)
+	return ws, nil
+}
+
+// trackWS counts ws among the sockets pingAll pings until ctx ends.
+func (r *Registry) trackWS(ctx context.Context, ws *wsConn) {
+	r.mu.Lock()
+	r.ws[ws] = struct{}{}
+	r.mu.Unlock()
+	context.AfterFunc(ctx, func() {
+		r.mu.Lock()
+		delete(r.ws, ws)
+		r.mu.Unlock()
+	})
+}
