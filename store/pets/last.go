@@ -1,7 +1,9 @@
 package pets
 
 import (
+	"cmp"
 	"context"
+	"database/sql"
 
 	"petstore/store"
 )
@@ -31,12 +33,22 @@ func (s *Store) LastID(ctx context.Context) (int64, error) {
 	}
 }
 
-// lastID reads the highest pet id on the primary.
+// lastID reads the highest pet id on the primary. It queries rows rather than a row: GORM's
+// prepared-statement pool answers a statement it could not prepare (the context done, say)
+// with an empty sql.Row, whose Scan panics.
 func (s *Store) lastID(ctx context.Context) (int64, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	rows, err := s.db.Statement.ConnPool.QueryContext(ctx, lastIDSQL)
+	if err != nil {
+		return 0, store.APIError(err)
+	}
+	defer rows.Close()
 	var id int64
-	if err := s.db.Statement.ConnPool.QueryRowContext(ctx, lastIDSQL).Scan(&id); err != nil {
+	if !rows.Next() {
+		return 0, store.APIError(cmp.Or(rows.Err(), sql.ErrNoRows))
+	}
+	if err := rows.Scan(&id); err != nil {
 		return 0, store.APIError(err)
 	}
 	return id, nil
