@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 STAMP = -X petstore/internal/version.version=$(VERSION) -X petstore/internal/version.commit=$(COMMIT)
 
-.PHONY: run test build generate check-generated fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
+.PHONY: run test build generate check-generated check-fastpaths fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
 	cluster-test outage-test galera-test image image-test
 
 run:
@@ -88,6 +88,12 @@ generate:
 # Fails when the committed generated code differs from what `make generate` produces.
 check-generated: generate
 	git diff --exit-code -- graph gqlgen.yml client
+
+# Runs the differential tests and fuzz seeds that hold each fast path to the library path it
+# replaces (docs/architecture.md, "Fast paths"): after any gqlgen or gqlparser upgrade.
+check-fastpaths:
+	$(GO) test -count=1 -run '^(TestFlatPetsMatchGeneric|FuzzPlainFlatPlan|FuzzGQLString|TestNoFieldInterceptors|TestGeneratedListsUseMarshalList|TestPetAddedMatchesGeneric|FuzzPetAdded|TestGeneratedPetAddedUsesMarshalPetAdded|FuzzWriteResponse|FuzzPlainQueryBody)$$' ./graph/
+	$(GO) test -count=1 -run '^(FuzzAppend|FuzzPetJSON|FuzzPlainQuery)$$' ./internal/jsonstr/ ./models/ ./rest/
 
 # Runs each fuzz target for FUZZTIME (their seed corpora run in every `make test`).
 fuzz:

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
-	"unsafe"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -41,7 +40,7 @@ func listParams(rawQuery string) (listQuery, error) {
 		if err != nil {
 			return lq, err
 		}
-		lq.limit = pageSize(n)
+		lq.limit = &n
 	}
 	statusText, ok, err := q.single("status")
 	if err != nil {
@@ -56,57 +55,22 @@ func listParams(rawQuery string) (listQuery, error) {
 	}
 	after, ok, err := q.single("after")
 	if ok {
-		lq.after = new(string) // allocated here, not for every query: after itself would be
-		*lq.after = after
+		lq.after = new(after)
 	}
 	return lq, err
 }
 
-// pageSizes holds every page size in range, which pageSize points at: read-only.
-var pageSizes = func() (t [models.MaxPageSize + 1]int) {
-	for n := range t {
-		t[n] = n
-	}
-	return t
-}()
-
-// pageSize returns a pointer to n: shared for a size in range, for which the query needs no
-// allocation, else n's own.
-func pageSize(n int) *int {
-	if n >= 0 && n < len(pageSizes) {
-		return &pageSizes[n]
-	}
-	p := new(int) // allocated here, not for every query: n itself would be
-	*p = n
-	return p
-}
-
 // nextLink returns the Link header value of the page that follows the one lq asked for,
-// which ended at the cursor end: its query is what url.Values.Encode writes (keys sorted,
-// values escaped), written without the map. The value and its text are one allocation.
+// which ended at the cursor end.
 func (lq listQuery) nextLink(end string) []string {
-	link := new(linkValue)
-	b := link.text[:0]
-	b = append(append(b, "</v1/pets?after="...), url.QueryEscape(end)...)
+	q := url.Values{"after": {end}}
 	if lq.limit != nil {
-		b = strconv.AppendInt(append(b, "&limit="...), int64(*lq.limit), 10)
+		q.Set("limit", strconv.Itoa(*lq.limit))
 	}
 	if lq.status != nil {
-		b = append(append(b, "&status="...), url.QueryEscape(string(*lq.status))...)
+		q.Set("status", string(*lq.status))
 	}
-	b = append(b, `>; rel="next"`...)
-	if len(b) > len(link.text) { // beyond the array, in a slice of its own
-		link.value[0] = string(b)
-	} else { // the text is not written again once the string shares it
-		link.value[0] = unsafe.String(&link.text[0], len(b))
-	}
-	return link.value[:]
-}
-
-// linkValue is a Link header value and its text.
-type linkValue struct {
-	value [1]string
-	text  [96]byte // any link of this service: its cursors have at most 36 characters
+	return []string{"</v1/pets?" + q.Encode() + `>; rel="next"`}
 }
 
 // query is a query string: parsed by url.ParseQuery, or, when plainQuery, read as it is.
