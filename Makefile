@@ -56,7 +56,7 @@ image-test: image
 	PETSTORE_TEST_IMAGE=$(IMAGE) PETSTORE_TEST_ENGINE="$(ENGINE) $(ENGINE_FLAGS)" \
 		$(GO) test -tags image -count=1 -run '^TestImage$$' -v ./e2e/
 
-# A rolling restart under load (e2e/ops_cluster_test.go, about 15 s): three instances on MariaDB and
+# A rolling restart under load (e2e/ops_cluster*_test.go, about 15 s): three instances on MariaDB and
 # Redis behind a real HAProxy configured by deploy/haproxy.cfg (Debian's haproxy package), each
 # restarted in turn with SIGTERM; no request may fail, and the pets stored must be exactly those
 # acknowledged with 201.
@@ -73,7 +73,7 @@ outage-test:
 # ports, galera-4 and rsync from Debian; a cluster per test, about 10 minutes in all): one
 # instance per node; read-your-writes across instances with and without causal reads, paging
 # while two nodes take writes, instances starting at once, a node killed under load and
-# rejoining, POSTs a second (e2e/paging_galera_test.go).
+# rejoining, POSTs a second (e2e/paging_galera_test.go, e2e/ops_galera_*_test.go).
 galera-test:
 	$(GO) vet -tags galera ./e2e/
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/

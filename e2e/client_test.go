@@ -17,11 +17,8 @@ import (
 
 	"petstore/auth"
 	"petstore/client"
-	"petstore/config"
 	"petstore/internal/testkit/apitest"
 	"petstore/internal/testkit/dbtest"
-	"petstore/ratelimit"
-	"petstore/rest"
 	"petstore/store"
 )
 
@@ -284,18 +281,4 @@ func describe(pets ...client.Pet) string {
 		fmt.Fprintf(&b, "{%d %q %d %s}", p.Id, p.Name, p.CategoryId, status)
 	}
 	return b.String()
-}
-
-// newTestAPIClock is newTestAPI, without its key, with the rate limiter in process reading
-// time from clock.
-func newTestAPIClock(t *testing.T, db *store.DB, clock func() time.Time) *testAPI {
-	t.Helper()
-	cfg := config.Default()
-	deps := newDeps(t, cfg, db, nil)
-	var err error
-	if deps.Limit, err = ratelimit.New(cfg.RateLimit, ratelimit.NewMemoryCounters(clock)); err != nil {
-		t.Fatal(err)
-	}
-	h := rest.NewRouter(deps)
-	return &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 }

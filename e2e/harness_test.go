@@ -2,19 +2,23 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
+	"petstore/apierr"
 	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/testkit/apitest"
 	"petstore/internal/testkit/dbtest"
+	"petstore/ratelimit"
 	"petstore/rest"
 	"petstore/store"
 	"petstore/tracing"
@@ -51,6 +55,20 @@ func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 	api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 	api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
 	return api
+}
+
+// newTestAPIClock is newTestAPI, without its key, with the rate limiter in process reading
+// time from clock.
+func newTestAPIClock(t *testing.T, db *store.DB, clock func() time.Time) *testAPI {
+	t.Helper()
+	cfg := config.Default()
+	deps := newDeps(t, cfg, db, nil)
+	var err error
+	if deps.Limit, err = ratelimit.New(cfg.RateLimit, ratelimit.NewMemoryCounters(clock)); err != nil {
+		t.Fatal(err)
+	}
+	h := rest.NewRouter(deps)
+	return &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 }
 
 // newHandler returns the service's whole HTTP handler (app.New) without tracing.
@@ -143,6 +161,28 @@ func (api *testAPI) do(t *testing.T, req request) response {
 func get(path string) request { return request{method: http.MethodGet, path: path} }
 
 func post(path, body string) request { return request{method: http.MethodPost, path: path, body: body} }
+
+// checkError checks that resp is the contract's Error body with status and code, whose
+// message names word.
+func checkError(t *testing.T, resp response, status int, code apierr.Code, word string) {
+	t.Helper()
+	if resp.status != status {
+		t.Fatalf("status: got %d; want %d (body %s)", resp.status, status, resp.body)
+	}
+	if ct := resp.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/json") {
+		t.Errorf("Content-Type: got %q; want application/json", ct)
+	}
+	var e apierr.Body
+	if err := json.Unmarshal([]byte(resp.body), &e); err != nil {
+		t.Fatalf("body %q is not an Error: %v", resp.body, err)
+	}
+	if e.Code != code || e.Status != status {
+		t.Errorf("body: got code %q status %d; want %q %d", e.Code, e.Status, code, status)
+	}
+	if !strings.Contains(e.Message, word) {
+		t.Errorf("message %q does not name %q", e.Message, word)
+	}
+}
 
 // dbtestSQLite returns a fresh SQLite database, for tests that do not depend on the store.
 func dbtestSQLite(t *testing.T) *store.DB { return dbtest.New(t, "sqlite") }

@@ -2,7 +2,10 @@
 // httptest, or the program itself as a child process) through its public surface, on both stores
 // where the behaviour concerns storage. Files are named by what they show: rest_, graphql_,
 // idempotency_, ratelimit_, paging_, subscriptions_, pages_, tracing_ and ops_ (start-up,
-// shutdown, outages, the cluster and the image).
+// shutdown, outages, Galera, the cluster and the image). Shared helpers: harness_test.go (the
+// API in process), process_test.go (the program as a child process), subscriptions_server_test.go
+// (a live server) and the WebSocket and SSE clients of subscriptions_client*_test.go and
+// subscriptions_raw_test.go.
 package e2e
 
 import (

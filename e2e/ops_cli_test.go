@@ -22,20 +22,6 @@ import (
 	"petstore/store"
 )
 
-// runCmd runs the petstore command line with PETSTORE_DB=dsn and returns its stdout.
-func runCmd(t *testing.T, dsn string, args ...string) (string, error) {
-	t.Helper()
-	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string {
-		if k == "PETSTORE_DB" {
-			return dsn
-		}
-		return ""
-	}
-	err := app.Run(context.Background(), args, getenv, &stdout, &stderr)
-	return stdout.String(), err
-}
-
 // statusWith answers GET /v1/pets with key through a freshly wired handler, whose key cache is
 // empty.
 func statusWith(t *testing.T, dsn, key string) int {
@@ -54,11 +40,6 @@ func statusWith(t *testing.T, dsn, key string) int {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, r)
 	return rec.Code
-}
-
-func lastLine(s string) string {
-	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return lines[len(lines)-1]
 }
 
 func TestKeysCommands(t *testing.T) {

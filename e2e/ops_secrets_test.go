@@ -77,10 +77,10 @@ func TestPasswordsNeverLeak(t *testing.T) {
 	}
 }
 
-// TestPasswordsNeverLeakFromAnyCommand is the attack of "a password leaks through another
-// command, a flag or a driver's error": every command, with the address in its variable or its
-// flag, against a server that refuses the password, demands TLS it does not speak, or is not
-// there (MySQL; Redis over TCP, TLS and a Unix socket); no piece of the password appears.
+// TestPasswordsNeverLeakFromAnyCommand: no command, flag or driver's error leaks a password. Every
+// command, with the address in its variable or its flag, against a server that refuses the
+// password, demands TLS it does not speak, or is not there (MySQL; Redis over TCP, TLS and a Unix
+// socket); no piece of the password appears.
 func TestPasswordsNeverLeakFromAnyCommand(t *testing.T) {
 	mysqlDSN, sqlite := dbtest.DSN(t, "mysql"), dbtest.DSN(t, "sqlite")
 	hostPort := strings.TrimPrefix(mysqlDSN[strings.LastIndexByte(mysqlDSN, '@'):], "@")

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -12,58 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"petstore/app"
 	"petstore/client"
-	"petstore/internal/testkit/dbtest"
 )
-
-// startServer runs `petstore serve` in process on a free port and returns its base address, the
-// development key it printed, a stop function and the channel run's result arrives on.
-// Settings in extra override the defaults.
-func startServer(t *testing.T, extra ...string) (base, key string, stop context.CancelFunc, done <-chan error) {
-	t.Helper()
-	lines, stop, done := startServerLines(t, extra...)
-	for _, line := range lines {
-		if strings.HasPrefix(line, "petstore_test_") && key == "" {
-			key = line
-		}
-		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
-			base = strings.Fields(addr)[0]
-		}
-	}
-	if base == "" || key == "" {
-		stop()
-		t.Fatalf("serve printed no address and key: %v", <-done)
-	}
-	return base, key, stop, done
-}
-
-// startServerLines runs `petstore serve` like startServer and returns the lines it printed up
-// to the one with its address.
-func startServerLines(t *testing.T, extra ...string) (lines []string, stop context.CancelFunc, done <-chan error) {
-	t.Helper()
-	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DB": dbtest.DSN(t, "sqlite")}
-	for i := 0; i+1 < len(extra); i += 2 {
-		env[extra[i]] = extra[i+1]
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	pr, pw := io.Pipe()
-	errc := make(chan error, 1)
-	go func() {
-		errc <- app.Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, pw, io.Discard)
-		pw.Close()
-	}()
-	scanner := bufio.NewScanner(pr)
-	for scanner.Scan() {
-		lines = append(lines, scanner.Text())
-		if strings.HasPrefix(scanner.Text(), "petstore listening on ") {
-			break
-		}
-	}
-	go func() { _, _ = io.Copy(io.Discard, pr) }()
-	t.Cleanup(cancel)
-	return lines, cancel, errc
-}
 
 // printedAddrs returns, from the lines serve printed, the API's base address and the address
 // on the line that starts with prefix.
@@ -216,19 +165,4 @@ func TestShutdownDrains(t *testing.T) {
 	if _, err := http.Get(base + "/healthz"); err == nil {
 		t.Error("the listener still accepts after shutdown")
 	}
-}
-
-func waitHealthy(t testing.TB, base string) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for time.Now().Before(deadline) {
-		if resp, err := http.Get(base + "/healthz"); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return
-			}
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	t.Fatal("the server never became healthy")
 }

@@ -3,13 +3,10 @@ package e2e
 import (
 	"bufio"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -165,68 +162,4 @@ func checkAcked(t *testing.T, acked, stored []int64) {
 	for id := range have {
 		t.Errorf("pet %d is stored but no client saw its 201", id)
 	}
-}
-
-// startServe runs this test binary as the service (serve) on a free loopback port, with env
-// (the whole environment: os.Environ() and more) and the listening address added; it is killed
-// when t ends. It returns the process and the base address, once /healthz answers.
-func startServe(t testing.TB, env ...string) (*exec.Cmd, string) {
-	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve")
-	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := readStartup(t, bufio.NewScanner(stdout))
-	waitHealthy(t, base)
-	return cmd, base
-}
-
-// readStartup reads the server's base address from its stdout, and drains the rest.
-func readStartup(t testing.TB, lines *bufio.Scanner) string {
-	t.Helper()
-	for lines.Scan() {
-		if addr, ok := strings.CutPrefix(lines.Text(), "petstore listening on "); ok {
-			go func() {
-				for lines.Scan() {
-				}
-			}()
-			return strings.Fields(addr)[0]
-		}
-	}
-	t.Fatal("the server printed no address")
-	return ""
-}
-
-// createPet creates a pet through client and returns its id and whether the answer closed the
-// connection; an error for anything but a 201 with the pet.
-func createPet(client *http.Client, base, key, name string) (id int64, closed bool, err error) {
-	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"`+name+`","categoryId":1}`))
-	req.Header.Set("Authorization", "Bearer "+key)
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := client.Do(req)
-	if err != nil {
-		return 0, false, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return 0, resp.Close, err
-	}
-	var pet models.Pet
-	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
-		return 0, resp.Close, fmt.Errorf("got %d %s; want 201 with the pet", resp.StatusCode, body)
-	}
-	return pet.ID, resp.Close, nil
-}
-
-// postPet creates a pet and returns its id when the service acknowledged it with 201.
-func postPet(base, key, name string) (int64, bool) {
-	id, _, err := createPet(http.DefaultClient, base, key, name)
-	return id, err == nil
 }

@@ -50,7 +50,7 @@ func TestBrowserPlayground(t *testing.T) {
 	requireChromium(t)
 	base, key, _, _ := startServer(t)
 	waitHealthy(t, base)
-	if _, ok := postPet(base, key, "Rex"); !ok { // ops_sigterm_test.go: {"name":"Rex","categoryId":1}
+	if _, ok := postPet(base, key, "Rex"); !ok { // process_test.go: {"name":"Rex","categoryId":1}
 		t.Fatal("POST /v1/pets with the development key failed; want 201")
 	}
 

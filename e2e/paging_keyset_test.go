@@ -1,330 +1,19 @@
 package e2e
 
 import (
-	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
-	"strings"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"petstore/apierr"
-	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
 )
-
-// TestPagingUnderConcurrentWriters is the attack of "keyset paging skips rows on MySQL":
-// AUTO_INCREMENT ids are assigned at insert, not at commit, so a page read while a lower id
-// is still uncommitted hands out a cursor past that id, and the pet is never listed when it
-// commits. Many writers insert (plain POSTs, POSTs with an Idempotency-Key, whose transaction
-// is longer, and transactions held open on purpose, some rolled back) while readers walk the
-// listing from the start over and over, by REST next links and by GraphQL cursors, with and
-// without a status filter. Afterwards, for every walk: each pet committed by the end whose
-// id is at most the walk's last id (and whose status matches) was seen, exactly once, in id
-// order, and nothing that was rolled back was ever seen.
-func TestPagingUnderConcurrentWriters(t *testing.T) {
-	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		r := newPagingRace(t, db)
-		r.run()
-		skipped := r.check()
-		t.Logf("%s: %d pets committed (%d rolled back), %d walks, %d pages read, skipped %v",
-			db.Dialect, len(r.committed), len(r.rolledBack), len(r.walks), r.pages.Load(), skipped)
-		if len(skipped) > 0 {
-			t.Errorf("committed pets skipped by walks that passed their ids, by writer: %v; want none", skipped)
-		}
-	})
-}
-
-// pagingRace is one run of TestPagingUnderConcurrentWriters: the service, the writers'
-// ledger and the readers' walks.
-type pagingRace struct {
-	t        *testing.T
-	db       *store.DB
-	h        http.Handler
-	key      string
-	hold     time.Duration // longest a held transaction stays open
-	perWrite int           // pets per writer
-	// beforeLast, when set, runs once the writers and readers are done, before the last walks.
-	beforeLast func()
-
-	mu         sync.Mutex
-	committed  map[int64]racePet // every pet whose commit returned, by id
-	rolledBack map[int64]bool
-	walks      []walk
-	pages      atomic.Int64
-	lastID     int64 // the last pet committed
-}
-
-// racePet is a pet a writer committed: its status, and how it was written.
-type racePet struct{ status, via string }
-
-// walk is what one reader saw walking the listing from the start to its last page.
-type walk struct {
-	kind   string // e.g. "rest status=available"
-	status string // "" for every status
-	seen   []int64
-}
-
-var statuses = []string{"available", "pending", "sold"}
-
-func newPagingRace(t *testing.T, db *store.DB) *pagingRace {
-	api := newTestAPI(t, db)
-	r := &pagingRace{
-		t: t, db: db, h: api.h, hold: 20 * time.Millisecond, perWrite: 50,
-		key:        api.createKey(t, auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40}),
-		committed:  map[int64]racePet{},
-		rolledBack: map[int64]bool{},
-	}
-	if db.Dialect == migrations.MySQL {
-		db.SQL().SetMaxOpenConns(48) // room for every writer and reader at once
-	} else {
-		r.hold = 2 * time.Millisecond // a held transaction holds SQLite's one connection
-	}
-	return r
-}
-
-// run starts 8 plain writers, 8 idempotent ones, 4 that hold transactions open, and 3
-// readers that walk until the writers are done, then walks each kind once more.
-func (r *pagingRace) run() {
-	var writers, readers sync.WaitGroup
-	done := make(chan struct{})
-	for i := range 20 {
-		writers.Go(func() {
-			for range r.perWrite {
-				switch {
-				case i < 8:
-					r.post("")
-				case i < 16:
-					r.post(fmt.Sprintf("race-%d-%d", i, rand.Int64()))
-				default:
-					r.heldInsert()
-				}
-			}
-		})
-	}
-	kinds := []func() walk{
-		func() walk { return r.walkREST("") }, func() walk { return r.walkREST("available") },
-		func() walk { return r.walkGraphQL("") }, func() walk { return r.walkGraphQL("sold") },
-	}
-	for i := range 3 {
-		readers.Go(func() {
-			for n := i; ; n++ {
-				select {
-				case <-done:
-					return
-				default:
-				}
-				r.record(kinds[n%len(kinds)]())
-			}
-		})
-	}
-	writers.Wait()
-	close(done)
-	readers.Wait()
-	if r.beforeLast != nil {
-		r.beforeLast()
-	}
-	for _, k := range kinds {
-		r.record(k())
-	}
-}
-
-// check counts, over every walk, the committed pets of the walk's status whose id is at
-// most the walk's last id and that the walk did not see, by how they were written; it fails
-// t for a pet seen that was rolled back or has another status.
-func (r *pagingRace) check() map[string]int {
-	skipped := map[string]int{}
-	for _, w := range r.walks {
-		if len(w.seen) == 0 {
-			continue
-		}
-		seen := make(map[int64]bool, len(w.seen))
-		for _, id := range w.seen {
-			seen[id] = true
-			if p, ok := r.committed[id]; !ok || (w.status != "" && p.status != w.status) {
-				r.t.Errorf("%s: saw pet %d (committed %v, status %q)", w.kind, id, ok, p.status)
-			}
-		}
-		last := w.seen[len(w.seen)-1]
-		for id, p := range r.committed {
-			if id <= last && !seen[id] && (w.status == "" || p.status == w.status) {
-				skipped[p.via]++
-			}
-		}
-	}
-	return skipped
-}
-
-func (r *pagingRace) record(w walk) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.walks = append(r.walks, w)
-}
-
-func (r *pagingRace) commit(id int64, p racePet) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.committed[id] = p
-	r.lastID = id
-}
-
-// post creates a pet through POST /v1/pets, with an Idempotency-Key unless idemKey is "".
-func (r *pagingRace) post(idemKey string) {
-	status := statuses[rand.IntN(len(statuses))]
-	hdr := http.Header{}
-	if idemKey != "" {
-		hdr.Set("Idempotency-Key", idemKey)
-	}
-	code, _, body := r.call(http.MethodPost, "/v1/pets", fmt.Sprintf(`{"name":"racer","categoryId":1,"status":%q}`, status), hdr)
-	var pet struct{ ID int64 }
-	if err := json.Unmarshal(body, &pet); code != http.StatusCreated || err != nil {
-		r.t.Errorf("POST /v1/pets: got %d %s", code, body)
-		return
-	}
-	via := "plain"
-	if idemKey != "" {
-		via = "idempotent"
-	}
-	r.commit(pet.ID, racePet{status, via})
-}
-
-// heldInsert inserts a pet as the service does (graph's createPetSQL) in a transaction that
-// stays open up to r.hold before it commits, or, one time in eight, rolls back: the widest
-// window a slow writer opens.
-func (r *pagingRace) heldInsert() {
-	ctx := context.Background()
-	status := statuses[rand.IntN(len(statuses))]
-	tx, err := r.db.SQL().BeginTx(ctx, nil)
-	if err != nil {
-		r.t.Errorf("begin: %v", err)
-		return
-	}
-	res, err := tx.ExecContext(ctx, "INSERT INTO pets (name, category_id, status) VALUES ('held', 1, ?)", status)
-	if err != nil {
-		_ = tx.Rollback()
-		r.t.Errorf("held insert: %v", err)
-		return
-	}
-	id, _ := res.LastInsertId()
-	time.Sleep(rand.N(r.hold))
-	if rand.IntN(8) == 0 {
-		_ = tx.Rollback()
-		r.mu.Lock()
-		r.rolledBack[id] = true
-		r.mu.Unlock()
-		return
-	}
-	if err := tx.Commit(); err != nil {
-		r.t.Errorf("held commit: %v", err)
-		return
-	}
-	r.commit(id, racePet{status, "held"})
-}
-
-// walkREST follows GET /v1/pets next links from the first page to the last.
-func (r *pagingRace) walkREST(status string) walk {
-	w := walk{kind: "rest status=" + status, status: status}
-	path := "/v1/pets?limit=10"
-	if status != "" {
-		path += "&status=" + status
-	}
-	for path != "" {
-		code, hdr, body := r.call(http.MethodGet, path, "", nil)
-		var pets []struct{ ID int64 }
-		if err := json.Unmarshal(body, &pets); code != http.StatusOK || err != nil {
-			r.t.Errorf("GET %s: got %d %s", path, code, body)
-			return walk{}
-		}
-		for _, p := range pets {
-			if !w.add(r.t, p.ID) {
-				return walk{}
-			}
-		}
-		r.pages.Add(1)
-		path = ""
-		if m := nextLink.FindStringSubmatch(hdr.Get("Link")); m != nil {
-			path = m[1]
-		}
-	}
-	return w
-}
-
-// walkGraphQL follows petsConnection's endCursor from the first page to the last.
-func (r *pagingRace) walkGraphQL(status string) walk {
-	w := walk{kind: "graphql status=" + status, status: status}
-	vars := map[string]any{"after": nil, "status": nil}
-	if status != "" {
-		vars["status"] = strings.ToUpper(status)
-	}
-	for {
-		body, _ := json.Marshal(map[string]any{"variables": vars, "query": `query($after: String, $status: PetStatus) {
-			petsConnection(first: 10, after: $after, status: $status) { edges { node { id } } pageInfo { hasNextPage endCursor } } }`})
-		code, _, resp := r.call(http.MethodPost, "/v1/graphql", string(body), nil)
-		var out struct {
-			Data struct {
-				PetsConnection struct {
-					Edges    []struct{ Node struct{ ID string } }
-					PageInfo struct {
-						HasNextPage bool
-						EndCursor   *string
-					}
-				}
-			}
-			Errors []any
-		}
-		if err := json.Unmarshal(resp, &out); code != http.StatusOK || err != nil || len(out.Errors) > 0 {
-			r.t.Errorf("petsConnection: got %d %s", code, resp)
-			return walk{}
-		}
-		c := out.Data.PetsConnection
-		for _, e := range c.Edges {
-			id, _ := strconv.ParseInt(e.Node.ID, 10, 64)
-			if !w.add(r.t, id) {
-				return walk{}
-			}
-		}
-		r.pages.Add(1)
-		if !c.PageInfo.HasNextPage {
-			return w
-		}
-		vars["after"] = *c.PageInfo.EndCursor
-	}
-}
-
-// add appends id to the walk, and fails t unless it follows the last id seen.
-func (w *walk) add(t *testing.T, id int64) bool {
-	if n := len(w.seen); n > 0 && id <= w.seen[n-1] {
-		t.Errorf("%s: pet %d after pet %d: repeated or out of order", w.kind, id, w.seen[n-1])
-		return false
-	}
-	w.seen = append(w.seen, id)
-	return true
-}
-
-// call sends one request with r's key through the real router.
-func (r *pagingRace) call(method, path, body string, hdr http.Header) (int, http.Header, []byte) {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer "+r.key)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	for k, vs := range hdr {
-		req.Header[k] = vs
-	}
-	rec := httptest.NewRecorder()
-	r.h.ServeHTTP(rec, req)
-	return rec.Code, rec.Header(), rec.Body.Bytes()
-}
 
 // TestPageWaitsForInFlightInsert checks on MySQL, step by step, what
 // TestPagingUnderConcurrentWriters checks in bulk: a page whose range holds an uncommitted
@@ -372,12 +61,12 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 	}
 }
 
-// TestPageWaitsForMissingID is the attack of "a page passes an id whose row is not in the
-// table yet": InnoDB hands out an id before its row enters the table, and the service inserts
-// with a plain INSERT, so pet 3 can commit while pet 2, whose insert took its id first, is not
-// there to be waited for. Explicit ids play that moment out: a page that meets the hole at 2
-// (unfiltered, or of one status) does not answer past it until pet 2 arrives, and then lists
-// it; a hole that never fills (an insert rolled back) is passed after store.SettleDelay.
+// TestPageWaitsForMissingID: a page does not pass an id whose row is not in the table yet. InnoDB
+// hands out an id before its row enters the table, and the service inserts with a plain INSERT, so
+// pet 3 can commit while pet 2, whose insert took its id first, is not there to be waited for.
+// Explicit ids play that moment out: a page that meets the hole at 2 (unfiltered, or of one status)
+// does not answer past it until pet 2 arrives, and then lists it; a hole that never fills (an
+// insert rolled back) is passed after store.SettleDelay.
 func TestPageWaitsForMissingID(t *testing.T) {
 	db := dbtest.New(t, migrations.MySQL)
 	api := newTestAPI(t, db)
@@ -470,12 +159,11 @@ func petIDs(t *testing.T, resp response) []int64 {
 	return ids
 }
 
-// TestStuckPageFreesItsServerThread is the attack of "a page hangs a database thread longer
-// than the timeout": a page whose range holds a pet inserted by a transaction that does not
-// end answers 503 after PETSTORE_DB_TIMEOUT (once the hole has been missing for
-// store.SettleDelay), and its statement is gone from the server soon after, while the
-// transaction is still open, instead of waiting out innodb_lock_wait_timeout (50 s) on a
-// server thread after the client left.
+// TestStuckPageFreesItsServerThread: a page whose range holds a pet inserted by a transaction that
+// does not end answers 503 after PETSTORE_DB_TIMEOUT (once the hole has been missing for
+// store.SettleDelay), and its statement is gone from the server soon after, while the transaction
+// is still open: it does not hold a server thread for innodb_lock_wait_timeout (50 s) after the
+// client left.
 func TestStuckPageFreesItsServerThread(t *testing.T) {
 	db := dbtest.New(t, migrations.MySQL)
 	cfg := config.Default()

@@ -184,10 +184,9 @@ func BenchmarkGuessOverBudget(b *testing.B) {
 	}
 }
 
-// TestGuessesReadNoKeysWhileRedisFailsClosed is the attack of "the gate lets a guess through
-// to the key table when Redis fails": with PETSTORE_RATELIMIT_FAIL_OPEN=false the request is
-// answered 503 unavailable anyway, so it must be answered before the key table is read, or a
-// guesser reads keys without limit for as long as Redis is down.
+// TestGuessesReadNoKeysWhileRedisFailsClosed: with PETSTORE_RATELIMIT_FAIL_OPEN=false and Redis
+// failing, a guess is answered 503 unavailable before the key table is read; otherwise a guesser
+// would read keys without limit for as long as Redis is down.
 func TestGuessesReadNoKeysWhileRedisFailsClosed(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		cfg := config.Default()

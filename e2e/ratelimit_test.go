@@ -189,12 +189,12 @@ func TestUnmatchedV1AnswersAreCharged(t *testing.T) {
 	}
 }
 
-// TestRateLimitHeadersOnOddAnswers is the attack of "some /v1 answer lacks the rate-limit
-// headers": HEAD, OPTIONS (with CORS off, and a plain OPTIONS with it on), GraphQL's own
-// refusals (413, 415, a WebSocket upgrade, a mutation over GET, a document that does not
-// parse), an oversized URL or header block, and the 503 of a database that is gone each carry
-// them; the answers docs/rate-limits.md lists as without them (the OpenAPI document, the playground
-// page and its assets, CORS preflights) carry none.
+// TestRateLimitHeadersOnOddAnswers: every /v1 answer carries the rate-limit headers. HEAD, OPTIONS
+// (with CORS off, and a plain OPTIONS with it on), GraphQL's own refusals (413, 415, a WebSocket
+// upgrade, a mutation over GET, a document that does not parse), an oversized URL or header block,
+// and the 503 of a database that is gone each carry them; the answers docs/rate-limits.md lists as
+// without them (the OpenAPI document, the playground page and its assets, CORS preflights) carry
+// none.
 func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example"}

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,266 +17,87 @@ import (
 	"petstore/live"
 )
 
-// refusedDocuments are operations that are refused before they run: one that does not parse,
-// one that does not validate, one over the cost bound (5 × 401 > 2,000) and a subscription of
-// two root fields.
-var refusedDocuments = []string{
-	`{ pets { id `,
-	`{ nope }`,
-	`{ a: pets(limit: 100) { id name categoryId status } b: pets(limit: 100) { id name categoryId status }
-	   c: pets(limit: 100) { id name categoryId status } d: pets(limit: 100) { id name categoryId status }
-	   e: pets(limit: 100) { id name categoryId status } }`,
-	`subscription { a: petAdded { cursor } b: petAdded { cursor } }`,
-}
+// TestWebSocketRefusals: what a hostile or careless WebSocket client tries, and gets.
+func TestWebSocketRefusals(t *testing.T) {
+	db := dbtest.New(t, "sqlite")
+	cfg := config.Default()
+	cfg.CORSOrigins = []string{"https://app.example", "https://*.partner.example"}
+	s := newLiveServer(t, db, nil, cfg, "business")
 
-// sendRefused sends n refused documents on w and returns the code of the error message each
-// got until the socket closed, and the close code and reason.
-func sendRefused(t *testing.T, w *wsClient, n int) (codes []string, close websocket.StatusCode, reason string) {
-	t.Helper()
-	for i := range n {
-		p, _ := json.Marshal(map[string]any{"query": refusedDocuments[i%len(refusedDocuments)]})
-		w.send(wsMsg{Type: "subscribe", ID: strconv.Itoa(i), Payload: p})
-	}
-	for {
-		m, err := w.readErr(10 * time.Second)
-		if err != nil {
-			var ce websocket.CloseError
-			if !asCloseError(err, &ce) {
-				t.Fatalf("after %d refusals: %v; want a close", len(codes), err)
-			}
-			return codes, ce.Code, ce.Reason
-		}
-		switch m.Type {
-		case "complete":
-		case "error":
-			var errs []struct {
-				Extensions struct{ Code string }
-			}
-			if err := json.Unmarshal(m.Payload, &errs); err != nil || len(errs) == 0 {
-				t.Fatalf("operation %s: %s; want its errors", m.ID, m.Payload)
-			}
-			codes = append(codes, errs[0].Extensions.Code)
-		default:
-			t.Fatalf("got %s %s %s; want the refusals and a close", m.Type, m.ID, m.Payload)
-		}
-	}
-}
-
-// remaining returns the X-RateLimit-Remaining of a request with key (which it charges).
-func (s *liveServer) remaining(t *testing.T, key string) (int, int, string) {
-	t.Helper()
-	req, _ := http.NewRequest(http.MethodGet, s.url+"/v1/pets", nil)
-	req.Header.Set("Authorization", "Bearer "+key)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	n, _ := strconv.Atoi(resp.Header.Get("X-RateLimit-Remaining"))
-	return resp.StatusCode, n, string(b)
-}
-
-// TestWebSocketRefusedOperationsAreCharged: every operation sent on a WebSocket is charged
-// before it is parsed, refused ones too (documents that do not parse, validate or pass the
-// cost bound): the key's budget drops, it gets RATE_LIMITED once over, and can be suspended;
-// a socket that sends live.MaxRefusedInRow refused operations in a row is closed with 4400.
-func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
-
-	t.Run("charged, then closed", func(t *testing.T) {
-		minute := time.Now().Minute()
-		w := s.connect(t, s.key) // the socket is charged to the key at connection_init
-		codes, code, reason := sendRefused(t, w, live.MaxRefusedInRow)
-		if code != live.CloseBadRequest || reason == "" {
-			t.Fatalf("close %d %q after %d refusals; want %d with a reason", code, reason, len(codes), live.CloseBadRequest)
-		}
-		for i, c := range codes {
-			if c != "INVALID_REQUEST" {
-				t.Fatalf("refusal %d: %s; want INVALID_REQUEST", i, c)
-			}
-		}
-		status, left, _ := s.remaining(t, s.key)
-		if want := int(auth.Free.PerMinute) - 1 - live.MaxRefusedInRow - 1; status != http.StatusOK || (left != want && time.Now().Minute() == minute) {
-			t.Fatalf("after %d refused operations: %d, %d left; want 200 with %d left (each charged)", live.MaxRefusedInRow, status, left, want)
-		}
-	})
-
-	t.Run("an admitted operation ends the run", func(t *testing.T) {
-		w := s.connect(t, s.key)
-		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }"})
-		for range 2 {
-			if codes := sendRefusedOpen(t, w, live.MaxRefusedInRow-1); len(codes) != live.MaxRefusedInRow-1 {
-				t.Fatalf("got %d refusals", len(codes))
-			}
-			w.send(wsMsg{Type: "subscribe", ID: "q", Payload: p})
-			if m := w.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"pets"`) {
-				t.Fatalf("got %+v; want the pets", m)
-			}
-			if m := w.read(); m.Type != "complete" {
-				t.Fatalf("got %+v; want complete", m)
-			}
-		}
-	})
-
-	t.Run("rate limited, then suspended", func(t *testing.T) {
-		key, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 1000})
+	t.Run("no connection_init", func(t *testing.T) {
+		w, err := s.dial(t, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		// The first socket's connection_init and first operation take the 2; its 9 other
-		// operations are rate limited; then each connection_init is refused (4429), until the
-		// 20th rejection suspends the key (then 4403, or KEY_SUSPENDED).
-		count := map[string]int{}
-		for range 15 {
-			c, err := s.open(key, false)
-			if err != nil {
-				count[err.Error()[:len("close 4429")]]++
-				if strings.HasPrefix(err.Error(), fmt.Sprintf("close %d", live.CloseForbidden)) {
-					break
-				}
-				continue
-			}
-			codes, code, _ := sendRefused(t, &wsClient{t: t, c: c}, live.MaxRefusedInRow)
-			for _, c := range codes {
-				count[c]++
-			}
-			if code != live.CloseBadRequest && code != live.CloseForbidden { // the suspension's cut-off may come first
-				t.Fatalf("close %d; want %d", code, live.CloseBadRequest)
-			}
-			if count["KEY_SUSPENDED"] > 0 {
-				break
-			}
+		start := time.Now()
+		if code, _ := w.closeStatus(10 * time.Second); code != live.CloseInitTimeout {
+			t.Fatalf("close %d; want %d", code, live.CloseInitTimeout)
 		}
-		if count["RATE_LIMITED"] < live.MaxRefusedInRow-1 || count["KEY_SUSPENDED"]+count[fmt.Sprintf("close %d", live.CloseForbidden)] == 0 {
-			t.Fatalf("refusals by code: %v; want RATE_LIMITED once over the 2 a minute, then KEY_SUSPENDED or close %d", count, live.CloseForbidden)
-		}
-		if status, _, body := s.remaining(t, key); status != http.StatusTooManyRequests || !strings.Contains(body, "key_suspended") {
-			t.Fatalf("after: %d %s; want 429 key_suspended", status, body)
+		if d := time.Since(start); d < live.InitTimeout-time.Second {
+			t.Fatalf("closed after %v; want about %v", d, live.InitTimeout)
 		}
 	})
-}
-
-// sendRefusedOpen sends n refused documents on w and reads their answers; the socket stays
-// open.
-func sendRefusedOpen(t *testing.T, w *wsClient, n int) []string {
-	t.Helper()
-	var codes []string
-	for i := range n {
-		p, _ := json.Marshal(map[string]any{"query": refusedDocuments[i%len(refusedDocuments)]})
-		w.send(wsMsg{Type: "subscribe", ID: strconv.Itoa(i), Payload: p})
-		for done := false; !done; {
-			switch m := w.read(); m.Type {
-			case "complete":
-				done = true
-			case "error":
-				codes = append(codes, m.Type)
-			default:
-				t.Fatalf("got %s %s %s; want a refusal", m.Type, m.ID, m.Payload)
-			}
-		}
-	}
-	return codes
-}
-
-// protoClient is a WebSocket client of either protocol, reading on a goroutine of its own
-// (which answers ping frames).
-type protoClient struct {
-	t    *testing.T
-	c    *websocket.Conn
-	msgs chan wsMsg
-	err  chan error
-}
-
-// dialProtocol opens a WebSocket naming subprotocol ("" for none) and initialises it with key.
-func (s *liveServer) dialProtocol(t *testing.T, subprotocol, key string) *protoClient {
-	t.Helper()
-	opts := &websocket.DialOptions{}
-	if subprotocol != "" {
-		opts.Subprotocols = []string{subprotocol}
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	c, _, err := websocket.Dial(ctx, "ws"+strings.TrimPrefix(s.url, "http")+"/v1/graphql", opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = c.CloseNow() })
-	p := &protoClient{t: t, c: c, msgs: make(chan wsMsg, 100), err: make(chan error, 1)}
-	go func() {
-		for {
-			_, b, err := c.Read(context.Background())
+	for name, payload := range map[string]string{
+		"no key":      `{}`,
+		"unknown key": fmt.Sprintf(`{"Authorization":"Bearer %s"}`, auth.NewKey(cfg.KeyPrefix())),
+		"not bearer":  `{"Authorization":"Basic eDp5"}`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			w, err := s.dial(t, nil)
 			if err != nil {
-				p.err <- err
-				return
+				t.Fatal(err)
 			}
-			var m wsMsg
-			_ = json.Unmarshal(b, &m)
-			p.msgs <- m
-		}
-	}()
-	p.send(`{"type":"connection_init","payload":{"Authorization":"Bearer ` + key + `"}}`)
-	if m := p.read(); m.Type != "connection_ack" {
-		t.Fatalf("after connection_init: %+v; want connection_ack", m)
-	}
-	return p
-}
-
-func (p *protoClient) send(msg string) {
-	p.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := p.c.Write(ctx, websocket.MessageText, []byte(msg)); err != nil {
-		p.t.Fatalf("write: %v", err)
-	}
-}
-
-// read returns the next message but keep-alives (ka).
-func (p *protoClient) read() wsMsg {
-	p.t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case m := <-p.msgs:
-			if m.Type != "ka" {
-				return m
+			w.send(wsMsg{Type: "connection_init", Payload: json.RawMessage(payload)})
+			if code, reason := w.closeStatus(5 * time.Second); code != live.CloseForbidden || reason == "" {
+				t.Fatalf("close %d %q; want %d with a reason", code, reason, live.CloseForbidden)
 			}
-		case err := <-p.err:
-			p.t.Fatalf("read: %v", err)
-		case <-timeout:
-			p.t.Fatal("no message in 10 s")
-		}
+		})
 	}
-}
-
-// closed waits for the server's close and returns its code and reason.
-func (p *protoClient) closed() (websocket.StatusCode, string) {
-	p.t.Helper()
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case <-p.msgs:
-		case err := <-p.err:
-			var ce websocket.CloseError
-			if !asCloseError(err, &ce) {
-				p.t.Fatalf("want a close; got %v", err)
+	t.Run("key in the upgrade's header", func(t *testing.T) {
+		w, err := s.dial(t, http.Header{"Authorization": {"Bearer " + s.key}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.send(wsMsg{Type: "connection_init"})
+		if m := w.read(); m.Type != "connection_ack" {
+			t.Fatalf("got %+v; want connection_ack", m)
+		}
+	})
+	t.Run("cross-site origin", func(t *testing.T) {
+		w, err := s.dial(t, http.Header{"Origin": {"https://evil.example"}})
+		if err == nil || w.resp == nil || w.resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("dial from a foreign origin: %v %v; want 400", err, w.resp)
+		}
+		for _, origin := range []string{"https://app.example", "https://shop.partner.example"} { // matched as CORS matches
+			w, err := s.dial(t, http.Header{"Origin": {origin}})
+			if err != nil {
+				t.Fatalf("dial from the allowed origin %s: %v", origin, err)
 			}
-			return ce.Code, ce.Reason
-		case <-timeout:
-			p.t.Fatal("not closed in 10 s")
+			_ = w.c.CloseNow()
 		}
-	}
-}
-
-// operation returns the message that starts operation id with query on subprotocol.
-func operation(subprotocol, id, query string) string {
-	typ := "subscribe"
-	if subprotocol != "graphql-transport-ws" {
-		typ = "start"
-	}
-	p, _ := json.Marshal(map[string]any{"query": query})
-	b, _ := json.Marshal(wsMsg{Type: typ, ID: id, Payload: p})
-	return string(b)
+		if w, err := s.dial(t, http.Header{"Origin": {"https://partner.example.evil"}}); err == nil || w.resp == nil || w.resp.StatusCode != http.StatusBadRequest {
+			t.Fatalf("dial from a look-alike origin: %v %v; want 400", err, w.resp)
+		}
+	})
+	t.Run("huge message", func(t *testing.T) {
+		w := s.connect(t, s.key)
+		big := strings.Repeat("x", live.MaxMessageBytes+1)
+		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }", "variables": map[string]any{"x": big}})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = w.c.Write(ctx, websocket.MessageText, append([]byte(`{"type":"subscribe","id":"1","payload":`), append(p, '}')...))
+		if code, _ := w.closeStatus(5 * time.Second); code != websocket.StatusMessageTooBig {
+			t.Fatalf("close %d; want %d", code, websocket.StatusMessageTooBig)
+		}
+	})
+	t.Run("queries work over the socket", func(t *testing.T) {
+		w := s.connect(t, s.key)
+		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }"})
+		w.send(wsMsg{Type: "subscribe", ID: "q", Payload: p})
+		if m := w.read(); m.Type != "next" || !strings.Contains(string(m.Payload), `"pets"`) {
+			t.Fatalf("got %+v; want the pets", m)
+		}
+	})
 }
 
 // TestWebSocketProtocolViolations: on both protocols, a second subscribe (start) with the id
@@ -343,34 +162,100 @@ func TestWebSocketProtocolViolations(t *testing.T) {
 	}
 }
 
-// TestKeepAliveWithoutSubprotocol: with PETSTORE_WS_PING_INTERVAL at 200 ms, a socket that
-// names no subprotocol, which gqlgen serves as graphql-ws, gets that protocol's keep-alive (ka)
-// and no ping message it cannot answer, stays open and gets its events.
-func TestKeepAliveWithoutSubprotocol(t *testing.T) {
+// TestInitPayloadNotAnObject: a connection_init whose payload is JSON but not an object (an array,
+// a string, a number) is a message the protocol does not allow: the socket closes with 4400.
+// gqlgen's transport, which fails to read such a payload into its map, would leave the socket open
+// and uncharged, its pending slot given back, so that one address could hold any number of sockets
+// for free.
+func TestInitPayloadNotAnObject(t *testing.T) {
 	cfg := config.Default()
-	cfg.WSPingInterval = 200 * time.Millisecond
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
-	p := s.dialProtocol(t, "", s.key)
-	p.send(operation("", "1", `subscription { petAdded { pet { name } } }`))
-	kas := 0
-	for deadline := time.After(2 * time.Second); kas >= 0; { // ten rounds of pings
-		select {
-		case m := <-p.msgs:
-			if m.Type != "ka" {
-				t.Fatalf("got %+v; want only keep-alives", m)
-			}
-			kas++
-		case err := <-p.err:
-			t.Fatalf("closed after %d keep-alives: %v", kas, err)
-		case <-deadline:
-			if kas < 5 {
-				t.Fatalf("%d keep-alives in 2 s; want one every 200 ms", kas)
-			}
-			kas = -1
+	cfg.WSPendingPerAddr = 4
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "free")
+	payloads := []string{`[1]`, `"Bearer x"`, `1`, `true`}
+	for i := range 3 * cfg.WSPendingPerAddr {
+		w, err := s.dial(t, nil)
+		if err != nil {
+			t.Fatalf("keyless socket %d: %v (%v); want it open while the earlier ones are closed", i+1, err, w.resp)
+		}
+		w.rawSend(`{"type":"connection_init","payload":` + payloads[i%len(payloads)] + `}`)
+		if code, msgs := w.closeWithin(2 * time.Second); code != live.CloseBadRequest {
+			t.Fatalf("socket %d, payload %s: close %d after %v; want %d (-1: still open after 2 s)",
+				i+1, payloads[i%len(payloads)], code, msgs, live.CloseBadRequest)
 		}
 	}
-	s.createPet(t, s.key, "Rex", "")
-	if m := p.read(); m.Type != "data" || !strings.Contains(string(m.Payload), "Rex") {
-		t.Fatalf("got %s %s %s; want the event", m.Type, m.ID, m.Payload)
+}
+
+// TestSubscribePayloadNotOperation: a subscribe (start) whose payload is not an operation (not an
+// object, or a query, operationName, variables or extensions of the wrong type) closes the socket
+// with 4400 before gqlgen reads it. gqlgen would answer each with an "invalid json" error before
+// the operation gate, uncharged and not counted among the refusals in a row, so that a key could
+// make the server decode 64 KiB messages without end, for free.
+func TestSubscribePayloadNotOperation(t *testing.T) {
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	payloads := []string{`[]`, `"x"`, `{"query":1}`, `{"query":"{ pets { id } }","variables":"x"}`,
+		`{"query":"{ pets { id } }","extensions":[1]}`, `{"query":"{ pets { id } }","operationName":{}}`}
+	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
+		typ := "subscribe"
+		if proto != "graphql-transport-ws" {
+			typ = "start"
+		}
+		for _, payload := range payloads {
+			p := s.dialProtocol(t, proto, s.key)
+			p.send(`{"type":"` + typ + `","id":"1","payload":` + payload + `}`)
+			if code, reason := p.closed(); code != live.CloseBadRequest || reason == "" {
+				t.Fatalf("%s, payload %s: close %d %q; want %d with a reason", proto, payload, code, reason, live.CloseBadRequest)
+			}
+			_ = p.c.CloseNow()
+		}
+	}
+}
+
+// TestIDReusedRightAfterComplete: a client's complete (stop) does not free its id at once: the
+// operation is still active until the server's complete, and a subscribe with that id sent right
+// after the client's complete closes with 4409. Were the id free at once, the old operation's
+// complete, sent after the new one started, would free the new one's id, and a third subscribe
+// would run a second operation under the same id, which no complete could stop.
+func TestIDReusedRightAfterComplete(t *testing.T) {
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	const petAdded = `subscription { petAdded { pet { name } } }`
+	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
+		stop := "complete"
+		if proto != "graphql-transport-ws" {
+			stop = "stop"
+		}
+		t.Run(proto, func(t *testing.T) {
+			p := s.dialProtocol(t, proto, s.key)
+			p.send(operation(proto, "1", petAdded))
+			time.Sleep(200 * time.Millisecond)
+			p.send(`{"type":"` + stop + `","id":"1"}`)
+			// Either this one closes (4409: the first still ending) or the next does.
+			_ = p.c.Write(context.Background(), websocket.MessageText, []byte(operation(proto, "1", petAdded)))
+			time.Sleep(200 * time.Millisecond)
+			_ = p.c.Write(context.Background(), websocket.MessageText, []byte(operation(proto, "1", petAdded)))
+			time.Sleep(200 * time.Millisecond)
+			s.createPet(t, s.key, "Twice", "")
+			events := 0
+			timeout := time.After(2 * time.Second)
+			for {
+				select {
+				case m := <-p.msgs:
+					if strings.Contains(string(m.Payload), "Twice") {
+						events++
+					}
+					continue
+				case err := <-p.err:
+					var ce websocket.CloseError
+					if !asCloseError(err, &ce) || ce.Code != live.CloseDuplicateID {
+						t.Fatalf("closed with %v after %d events; want %d", err, events, live.CloseDuplicateID)
+					}
+				case <-timeout:
+					t.Fatalf("still open, %d events of the pet under id 1; want close %d", events, live.CloseDuplicateID)
+				}
+				break
+			}
+			if events > 1 {
+				t.Fatalf("%d events of one pet under one id", events)
+			}
+		})
 	}
 }

@@ -1,0 +1,166 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"petstore/app"
+	"petstore/internal/testkit/dbtest"
+	"petstore/models"
+)
+
+// runCmd runs the petstore command line with PETSTORE_DB=dsn and returns its stdout.
+func runCmd(t *testing.T, dsn string, args ...string) (string, error) {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	getenv := func(k string) string {
+		if k == "PETSTORE_DB" {
+			return dsn
+		}
+		return ""
+	}
+	err := app.Run(context.Background(), args, getenv, &stdout, &stderr)
+	return stdout.String(), err
+}
+
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
+}
+
+// startServer runs `petstore serve` in process on a free port and returns its base address, the
+// development key it printed, a stop function and the channel run's result arrives on.
+// Settings in extra override the defaults.
+func startServer(t *testing.T, extra ...string) (base, key string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	lines, stop, done := startServerLines(t, extra...)
+	for _, line := range lines {
+		if strings.HasPrefix(line, "petstore_test_") && key == "" {
+			key = line
+		}
+		if addr, ok := strings.CutPrefix(line, "petstore listening on "); ok {
+			base = strings.Fields(addr)[0]
+		}
+	}
+	if base == "" || key == "" {
+		stop()
+		t.Fatalf("serve printed no address and key: %v", <-done)
+	}
+	return base, key, stop, done
+}
+
+// startServerLines runs `petstore serve` like startServer and returns the lines it printed up
+// to the one with its address.
+func startServerLines(t *testing.T, extra ...string) (lines []string, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	env := map[string]string{"PETSTORE_ADDR": "127.0.0.1:0", "PETSTORE_DB": dbtest.DSN(t, "sqlite")}
+	for i := 0; i+1 < len(extra); i += 2 {
+		env[extra[i]] = extra[i+1]
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	errc := make(chan error, 1)
+	go func() {
+		errc <- app.Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, pw, io.Discard)
+		pw.Close()
+	}()
+	scanner := bufio.NewScanner(pr)
+	for scanner.Scan() {
+		lines = append(lines, scanner.Text())
+		if strings.HasPrefix(scanner.Text(), "petstore listening on ") {
+			break
+		}
+	}
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	t.Cleanup(cancel)
+	return lines, cancel, errc
+}
+
+func waitHealthy(t testing.TB, base string) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		if resp, err := http.Get(base + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return
+			}
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatal("the server never became healthy")
+}
+
+// startServe runs this test binary as the service (serve) on a free loopback port, with env
+// (the whole environment: os.Environ() and more) and the listening address added; it is killed
+// when t ends. It returns the process and the base address, once /healthz answers.
+func startServe(t testing.TB, env ...string) (*exec.Cmd, string) {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "serve")
+	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	base := readStartup(t, bufio.NewScanner(stdout))
+	waitHealthy(t, base)
+	return cmd, base
+}
+
+// readStartup reads the server's base address from its stdout, and drains the rest.
+func readStartup(t testing.TB, lines *bufio.Scanner) string {
+	t.Helper()
+	for lines.Scan() {
+		if addr, ok := strings.CutPrefix(lines.Text(), "petstore listening on "); ok {
+			go func() {
+				for lines.Scan() {
+				}
+			}()
+			return strings.Fields(addr)[0]
+		}
+	}
+	t.Fatal("the server printed no address")
+	return ""
+}
+
+// createPet creates a pet through client and returns its id and whether the answer closed the
+// connection; an error for anything but a 201 with the pet.
+func createPet(client *http.Client, base, key, name string) (id int64, closed bool, err error) {
+	req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"`+name+`","categoryId":1}`))
+	req.Header.Set("Authorization", "Bearer "+key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, false, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return 0, resp.Close, err
+	}
+	var pet models.Pet
+	if resp.StatusCode != http.StatusCreated || json.Unmarshal(body, &pet) != nil {
+		return 0, resp.Close, fmt.Errorf("got %d %s; want 201 with the pet", resp.StatusCode, body)
+	}
+	return pet.ID, resp.Close, nil
+}
+
+// postPet creates a pet and returns its id when the service acknowledged it with 201.
+func postPet(base, key, name string) (int64, bool) {
+	id, _, err := createPet(http.DefaultClient, base, key, name)
+	return id, err == nil
+}
