@@ -7,8 +7,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/gqlerror"
-
-	"petstore/internal/jsonbody"
 )
 
 // FuzzWriteResponse checks that writeResponse writes a response as json.Marshal does, for data
@@ -51,29 +49,6 @@ func BenchmarkDecodeParams(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// FuzzPlainQueryBody checks that a body plainQueryBody takes is read as jsonbody.Decode reads
-// it: the same query, and nothing else.
-func FuzzPlainQueryBody(f *testing.F) {
-	for _, s := range []string{"{ pets { id } }", `{ pet(id: "1") { id } }`, `\u0041`, "\t", "\xff", "Śnieżka", ""} {
-		f.Add(`{"query":"` + s + `"}`)
-	}
-	f.Add(`{"query":"{ a }" }`)
-	f.Add(`{"query":"a","query":"b"}`)
-	f.Fuzz(func(t *testing.T, body string) {
-		query, ok := plainQueryBody([]byte(body))
-		if !ok {
-			return
-		}
-		var in postBody
-		if err := jsonbody.Decode([]byte(body), &in); err != nil {
-			t.Fatalf("plainQueryBody took %q, which jsonbody.Decode refuses: %v", body, err)
-		}
-		if in.Query != query || in.OperationName != "" || in.Variables != nil || in.Extensions != nil {
-			t.Errorf("plainQueryBody read %q as %q; jsonbody.Decode as %+v", body, query, in)
-		}
-	})
 }
 
 // TestNegotiateShortcuts checks that the Accept values negotiate answers without parsing get
