@@ -8,8 +8,6 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	coderws "github.com/coder/websocket"
-
-	"petstore/internal/jsonstr"
 )
 
 // The message gqlgen's graphql-transport-ws transport writes (graphqltransportwsMessage, an
@@ -87,7 +85,8 @@ func (c *coderConn) writeNext(payload []byte, id string) error {
 func appendNext(b, payload []byte, id string) []byte {
 	b = append(append(b, `{"payload":`...), payload...)
 	if id != "" {
-		b = jsonstr.Append(append(b, `,"id":`...), id)
+		q, _ := json.Marshal(id) // a string always marshals
+		b = append(append(b, `,"id":`...), q...)
 	}
 	return append(b, `,"type":"next"}`...)
 }

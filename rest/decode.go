@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -24,14 +23,11 @@ type listQuery struct {
 // listParams parses the query of GET /v1/pets: limit, status and after, each at most once.
 func listParams(rawQuery string) (listQuery, error) {
 	var lq listQuery
-	q := query{raw: rawQuery}
-	if !plainQuery(rawQuery) {
-		var err error
-		if q.parsed, err = url.ParseQuery(rawQuery); err != nil {
-			return lq, apierr.Invalid("the query string is malformed: %v", err)
-		}
+	q, err := url.ParseQuery(rawQuery)
+	if err != nil {
+		return lq, apierr.Invalid("the query string is malformed: %v", err)
 	}
-	limitText, ok, err := q.single("limit")
+	limitText, ok, err := single(q, "limit")
 	if err != nil {
 		return lq, err
 	}
@@ -42,7 +38,7 @@ func listParams(rawQuery string) (listQuery, error) {
 		}
 		lq.limit = &n
 	}
-	statusText, ok, err := q.single("status")
+	statusText, ok, err := single(q, "status")
 	if err != nil {
 		return lq, err
 	}
@@ -53,7 +49,7 @@ func listParams(rawQuery string) (listQuery, error) {
 		}
 		lq.status = &st
 	}
-	after, ok, err := q.single("after")
+	after, ok, err := single(q, "after")
 	if ok {
 		lq.after = new(after)
 	}
@@ -73,56 +69,16 @@ func (lq listQuery) nextLink(end string) []string {
 	return []string{"</v1/pets?" + q.Encode() + `>; rel="next"`}
 }
 
-// query is a query string: parsed by url.ParseQuery, or, when plainQuery, read as it is.
-type query struct {
-	raw    string
-	parsed url.Values // nil: raw is plain
-}
-
-// plainQuery reports whether url.ParseQuery would take every name and value of raw as it is
-// and without error: no escapes (% and +), no semicolons, a few parameters (far below its
-// limit). Such a query, the usual one, is read without building url.Values.
-func plainQuery(raw string) bool {
-	params := 1
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
-		case '%', '+', ';':
-			return false
-		case '&':
-			if params++; params > 8 {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // single returns the one value of the query parameter name, and whether it is present.
-func (q query) single(name string) (string, bool, error) {
-	if q.parsed != nil {
-		vs, ok := q.parsed[name]
-		if len(vs) > 1 {
-			return "", false, apierr.Invalid("%s must be given at most once", name)
-		}
-		if !ok {
-			return "", false, nil
-		}
-		return vs[0], true, nil
+func single(q url.Values, name string) (string, bool, error) {
+	vs, ok := q[name]
+	if len(vs) > 1 {
+		return "", false, apierr.Invalid("%s must be given at most once", name)
 	}
-	value, found := "", false
-	for rest := q.raw; rest != ""; {
-		var pair string
-		pair, rest, _ = strings.Cut(rest, "&")
-		key, v, _ := strings.Cut(pair, "=")
-		if key != name || pair == "" {
-			continue
-		}
-		if found {
-			return "", false, apierr.Invalid("%s must be given at most once", name)
-		}
-		value, found = v, true
+	if !ok {
+		return "", false, nil
 	}
-	return value, found, nil
+	return vs[0], true, nil
 }
 
 // newPetBody is the wire form of NewPet: categoryId is kept raw so that only JSON integers

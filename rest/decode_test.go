@@ -6,7 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,31 +40,6 @@ func FuzzListParams(f *testing.F) {
 		}
 		if status != nil && !status.IsValid() {
 			t.Fatalf("listParams(%q): got invalid status %q", raw, *status)
-		}
-	})
-}
-
-// FuzzPlainQuery checks that a query string read as it is (plainQuery) gives every parameter
-// the value url.ParseQuery gives it, and the same refusal of a repeated one.
-func FuzzPlainQuery(f *testing.F) {
-	for _, seed := range []string{"", "limit=5", "limit=1&limit=2", "status=sold&limit=100&after=cGV0OnYxOjIw",
-		"limit", "=5&limit=", "&&limit=3&", "after=a=b", "a&b&c&d&e&f&g&h&limit=1", "limit=%35", "limit=+5", "a;b"} {
-		f.Add(seed)
-	}
-	f.Fuzz(func(t *testing.T, raw string) {
-		if !plainQuery(raw) {
-			return
-		}
-		parsed, err := url.ParseQuery(raw)
-		if err != nil {
-			t.Fatalf("plainQuery(%q), but url.ParseQuery: %v", raw, err)
-		}
-		for _, name := range []string{"limit", "status", "after", ""} {
-			v, ok, err := query{raw: raw}.single(name)
-			pv, pok, perr := query{raw: raw, parsed: parsed}.single(name)
-			if v != pv || ok != pok || (err == nil) != (perr == nil) {
-				t.Errorf("%q, %s: read as it is %q, %v, %v; parsed %q, %v, %v", raw, name, v, ok, err, pv, pok, perr)
-			}
 		}
 	})
 }

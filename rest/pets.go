@@ -43,7 +43,7 @@ func listPets(p PetPager) gin.HandlerFunc {
 		if next != "" {
 			c.Writer.Header()["Link"] = lq.nextLink(next)
 		}
-		writeJSON(c, http.StatusOK, func(b []byte) []byte { return models.AppendPetsJSON(b, pets) })
+		writeJSON(c, http.StatusOK, models.AppendPetsJSON(nil, pets))
 	}
 }
 
@@ -61,7 +61,7 @@ func createPet(m graph.MutationResolver) gin.HandlerFunc {
 			return
 		}
 		c.Header("Location", "/v1/pets/"+strconv.FormatInt(pet.ID, 10))
-		writeJSON(c, http.StatusCreated, pet.AppendJSON)
+		writeJSON(c, http.StatusCreated, pet.AppendJSON(nil))
 	}
 }
 
@@ -78,7 +78,7 @@ func getPet(q graph.QueryResolver) gin.HandlerFunc {
 			writeError(c, err)
 			return
 		}
-		writeJSON(c, http.StatusOK, pet.AppendJSON)
+		writeJSON(c, http.StatusOK, pet.AppendJSON(nil))
 	}
 }
 

@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"petstore/apierr"
 	"petstore/internal/jsonbody"
-	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 )
@@ -23,34 +22,11 @@ type postBody struct {
 // refused or ignored, never guessed at. Numbers in variables and extensions are kept as
 // json.Number, as gqlgen's transports keep them.
 func decodeParams(body []byte) (*graphql.RawParams, error) {
-	if query, ok := plainQueryBody(body); ok {
-		return &graphql.RawParams{Query: query}, nil
-	}
 	var in postBody
 	if err := jsonbody.Decode(body, &in); err != nil {
 		return nil, err
 	}
 	return &graphql.RawParams{Query: in.Query, OperationName: in.OperationName, Variables: in.Variables, Extensions: in.Extensions}, nil
-}
-
-// plainQueryBody returns the query of a body that is exactly {"query":"QUERY"}, QUERY valid
-// UTF-8 without quotes, backslashes or control characters: what most clients send, and what
-// jsonbody.Decode reads as that query and nothing else. ok is false for any other body.
-func plainQueryBody(body []byte) (query string, ok bool) {
-	const head, tail = `{"query":"`, `"}`
-	if len(body) < len(head)+len(tail) || string(body[:len(head)]) != head || string(body[len(body)-len(tail):]) != tail {
-		return "", false
-	}
-	q := body[len(head) : len(body)-len(tail)]
-	for _, c := range q {
-		if c < 0x20 || c == '"' || c == '\\' {
-			return "", false
-		}
-	}
-	if !utf8.Valid(q) {
-		return "", false
-	}
-	return string(q), true
 }
 
 // readBody reads the body of a POST as jsonbody.Read does (413 past jsonbody.MaxBytes), and

@@ -1,44 +1,6 @@
 package gqlhttp
 
-import (
-	"bytes"
-	"encoding/json"
-	"testing"
-
-	"github.com/99designs/gqlgen/graphql"
-	"github.com/vektah/gqlparser/v2/gqlerror"
-
-	"petstore/internal/jsonbody"
-)
-
-// FuzzWriteResponse checks that writeResponse writes a response as json.Marshal does, for data
-// as gqlgen's marshallers write it (strings quoted by graphql.MarshalString).
-func FuzzWriteResponse(f *testing.F) {
-	for _, s := range []string{"Rex", "<script>&</script>", "\u2028\u2029", "\xff", `"\`} {
-		f.Add(s, false)
-		f.Add(s, true)
-	}
-	f.Fuzz(func(t *testing.T, s string, withErrors bool) {
-		var data bytes.Buffer // as graph's appendGQLString writes s (FuzzGQLString)
-		data.WriteString(`{"pets":[{"name":`)
-		graphql.MarshalString(s).MarshalGQL(&data)
-		resp := &graphql.Response{Data: append(data.Bytes(), `,"id":"1"}]}`...)}
-		if withErrors {
-			resp.Errors = gqlerror.List{{Message: s}}
-		} else { // as gqlgen's executor leaves a response without errors
-			resp.Errors, resp.Extensions = gqlerror.List{}, map[string]any{}
-		}
-		want, err := json.Marshal(resp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got bytes.Buffer
-		writeResponse(&got, resp)
-		if got.String() != string(want) {
-			t.Errorf("got  %s\nwant %s", got.String(), want)
-		}
-	})
-}
+import "testing"
 
 // BenchmarkDecodeParams measures the reading of a typical POST body: a mutation with its
 // input in variables.
@@ -51,29 +13,6 @@ func BenchmarkDecodeParams(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-}
-
-// FuzzPlainQueryBody checks that a body plainQueryBody takes is read as jsonbody.Decode reads
-// it: the same query, and nothing else.
-func FuzzPlainQueryBody(f *testing.F) {
-	for _, s := range []string{"{ pets { id } }", `{ pet(id: "1") { id } }`, `\u0041`, "\t", "\xff", "Śnieżka", ""} {
-		f.Add(`{"query":"` + s + `"}`)
-	}
-	f.Add(`{"query":"{ a }" }`)
-	f.Add(`{"query":"a","query":"b"}`)
-	f.Fuzz(func(t *testing.T, body string) {
-		query, ok := plainQueryBody([]byte(body))
-		if !ok {
-			return
-		}
-		var in postBody
-		if err := jsonbody.Decode([]byte(body), &in); err != nil {
-			t.Fatalf("plainQueryBody took %q, which jsonbody.Decode refuses: %v", body, err)
-		}
-		if in.Query != query || in.OperationName != "" || in.Variables != nil || in.Extensions != nil {
-			t.Errorf("plainQueryBody read %q as %q; jsonbody.Decode as %+v", body, query, in)
-		}
-	})
 }
 
 // TestNegotiateShortcuts checks that the Accept values negotiate answers without parsing get
