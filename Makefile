@@ -69,7 +69,7 @@ cluster-test:
 outage-test:
 	PETSTORE_TEST_OUTAGE=30s $(GO) test -count=1 -run '^TestOutageUnderLoad$$' -v ./e2e/
 
-# A real 3-node MariaDB Galera cluster (internal/testkit/dbtest.StartGalera: its own datadirs and free
+# A real 3-node MariaDB Galera cluster (testkit/dbtest.StartGalera: its own datadirs and free
 # ports, galera-4 and rsync from Debian; a cluster per test, about 10 minutes in all): one
 # instance per node; read-your-writes across instances with and without causal reads, paging
 # while two nodes take writes, instances starting at once, a node killed under load and

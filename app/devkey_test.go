@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestDevKeyCreatedOnce starts six development instances at once on a fresh database of each

@@ -11,8 +11,8 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/apierr"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 func TestKeyFormat(t *testing.T) {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestStaleIfError closes the database: a key found valid keeps its principal, and a key found

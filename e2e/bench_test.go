@@ -15,8 +15,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/rest"
+	"petstore/testkit/dbtest"
 )
 
 // countingPool counts the statements sent through a GORM connection pool, and those that

@@ -17,9 +17,9 @@ import (
 
 	"petstore/auth"
 	"petstore/client"
-	"petstore/internal/testkit/apitest"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/apitest"
+	"petstore/testkit/dbtest"
 )
 
 // quick is the retry policy of the end-to-end tests: Retry-After is still waited for, the

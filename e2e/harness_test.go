@@ -16,11 +16,11 @@ import (
 	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/apitest"
-	"petstore/internal/testkit/dbtest"
 	"petstore/ratelimit"
 	"petstore/rest"
 	"petstore/store"
+	"petstore/testkit/apitest"
+	"petstore/testkit/dbtest"
 	"petstore/tracing"
 )
 

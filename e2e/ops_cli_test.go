@@ -17,9 +17,9 @@ import (
 
 	"petstore/app"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/internal/version"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // statusWith answers GET /v1/pets with key through a freshly wired handler, whose key cache is

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // clusterDrainDelay is the instances' PETSTORE_DRAIN_DELAY: above the time deploy/haproxy.cfg

@@ -8,7 +8,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestDatabaseOutage cuts the service's connection to MariaDB (through a loopback proxy; the

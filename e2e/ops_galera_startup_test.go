@@ -13,8 +13,8 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/idempotency"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestGaleraStartTogether starts, on a fresh database, one instance on each node at once:

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"petstore/app"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestGCTuningAsShipped runs the program as a process and reads its heap goal from /metrics

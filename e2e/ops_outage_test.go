@@ -20,7 +20,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // outageClient is one client of TestOutageUnderLoad: its key ("" for none, or a fresh guess

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"petstore/app"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // hostilePasswords do not survive url.Parse unescaped; their pieces between special characters

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestSIGTERMUnderLoad runs the service as a process, drives it with concurrent POSTs, sends

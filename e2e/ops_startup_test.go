@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // startTogether runs start for n instances at once and returns how long each took.

@@ -8,10 +8,10 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/testkit/dbtest"
-	"petstore/internal/testkit/faultproxy"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
+	"petstore/testkit/faultproxy"
 )
 
 // TestWriteFaultAtEachPoint drops the connection of an idempotent POST at each point of its

@@ -17,8 +17,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // galeraInstances starts a 3-node Galera cluster and one instance of the service per node

@@ -10,9 +10,9 @@ import (
 
 	"petstore/apierr"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestPageWaitsForInFlightInsert checks on MySQL, step by step, what

@@ -9,9 +9,9 @@ import (
 	"testing"
 
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // BenchmarkReplicaMixed runs a mixed load through the real router on a primary alone and on

@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
+	"petstore/testkit/dbtest"
 )
 
 // TestPagingOnReplica is TestPagingUnderConcurrentWriters with a real replica beside the

@@ -12,9 +12,9 @@ import (
 	"time"
 
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestPagingUnderConcurrentWriters: keyset paging skips no pet on MySQL, where AUTO_INCREMENT ids

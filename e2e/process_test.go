@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"petstore/app"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
+	"petstore/testkit/dbtest"
 )
 
 // runCmd runs the petstore command line with PETSTORE_DB=dsn and returns its stdout.

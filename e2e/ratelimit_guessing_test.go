@@ -13,9 +13,9 @@ import (
 	"petstore/apierr"
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/rest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // forEachLimiter runs fn on each store, with the rate limiter in process and in Redis, and the

@@ -19,10 +19,10 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/jsonbody"
-	"petstore/internal/testkit/dbtest"
 	"petstore/observe"
 	"petstore/rest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestOneBudgetForRESTAndGraphQL checks that REST and GraphQL requests draw on one budget, and

@@ -18,7 +18,7 @@ import (
 	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestRedisClusterService runs two instances of the service, each with its own client made by

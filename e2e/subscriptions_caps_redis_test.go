@@ -12,8 +12,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
+	"petstore/testkit/dbtest"
 )
 
 // TestSubscriptionCapsRedisDown: with the Redis of two instances stopped, the subscriptions

@@ -13,9 +13,9 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestSubscriptionCaps: a free key holds at most 2 subscriptions at once, on WebSocket and

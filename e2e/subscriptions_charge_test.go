@@ -15,8 +15,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
+	"petstore/testkit/dbtest"
 )
 
 // TestWebSocketRateLimit: each operation on a socket is charged; over the limit the

@@ -16,9 +16,9 @@ import (
 
 	"petstore/app"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestPetAddedOverWebSocket: a subscriber sees each pet created over REST, over GraphQL and

@@ -19,8 +19,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // The cost of an idle subscription (a WebSocket, or an SSE stream) to the server's process. Run:

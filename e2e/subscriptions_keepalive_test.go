@@ -11,7 +11,7 @@ import (
 	"github.com/coder/websocket"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestServerPings: the server pings an idle socket (graphql-transport-ws ping), so that dead

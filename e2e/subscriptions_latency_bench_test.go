@@ -19,7 +19,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // The delivery latency of petAdded to 1,000 subscribers. Run:

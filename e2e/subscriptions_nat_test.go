@@ -15,9 +15,9 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // forEachLiveStore runs fn on each store, with the limiter and the caps in process and in

@@ -13,8 +13,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
+	"petstore/testkit/dbtest"
 )
 
 // TestWebSocketRefusals: what a hostile or careless WebSocket client tries, and gets.

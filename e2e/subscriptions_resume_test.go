@@ -12,8 +12,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestPetAddedResume: with after, the pets added since come first from the database, then

@@ -14,8 +14,8 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/live"
+	"petstore/testkit/dbtest"
 )
 
 // TestRevokedKeyLosesSubscriptions: revoking a key closes its WebSockets with 4403 and ends

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestPetAddedShapes: subscribers of one event with selections of different shapes (names,

@@ -9,7 +9,7 @@ import (
 	"github.com/coder/websocket"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestShutdownClosesSubscribers: at shutdown, after the drain delay, WebSockets get 1001 and

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestSlowSubscriber: a burst of pets reaches a subscriber that reads, complete and in order;

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestStreamEndsWithItsClient: a stream served on a connection of its own ends as soon as its

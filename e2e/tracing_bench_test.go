@@ -13,9 +13,9 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/observe"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 	"petstore/tracing"
 )
 

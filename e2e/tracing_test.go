@@ -20,9 +20,9 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
-	"petstore/internal/testkit/dbtest"
 	"petstore/observe"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 	"petstore/tracing"
 )
 

@@ -12,7 +12,7 @@ import (
 
 	"petstore/graph"
 	"petstore/graph/guard"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestAPQSharedThroughRedis runs the APQ round trip on three instances sharing one Redis: the

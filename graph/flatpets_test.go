@@ -6,10 +6,10 @@ import (
 	"testing"
 
 	"petstore/graph"
-	"petstore/internal/testkit/dbtest"
 	"petstore/models"
 	"petstore/store"
 	"petstore/store/pets"
+	"petstore/testkit/dbtest"
 )
 
 // TestFlatPetsMatchGeneric checks that a flat list of pets, which pets(limit:) writes on the

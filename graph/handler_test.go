@@ -14,9 +14,9 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/graph"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 	"petstore/store/pets"
+	"petstore/testkit/dbtest"
 )
 
 const (

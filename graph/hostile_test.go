@@ -11,7 +11,7 @@ import (
 
 	"petstore/graph"
 	"petstore/graph/guard"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // numbered returns n copies of format, each %d in it replaced by the copy's index, joined by

@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 func TestInFlightElsewhere(t *testing.T) {

@@ -8,9 +8,9 @@ import (
 
 	"petstore/apierr"
 	"petstore/internal/jsonbody"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 const rex = `{"name":"Rex","categoryId":1}`

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"petstore/internal/dblock"
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 func TestPurge(t *testing.T) {

@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestReleaseRetriedAfterOutage claims a key, cuts the database while the claim is being

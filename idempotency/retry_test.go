@@ -4,8 +4,8 @@ import (
 	"net/http"
 	"testing"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
+	"petstore/testkit/dbtest"
 )
 
 // TestLostConnectionBeforeCommitRunsAgain kills the transaction's connection after the

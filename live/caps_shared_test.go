@@ -9,7 +9,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // TestLeasesFailurePolicy: while the Redis of the caps is down (a server of the test's own,

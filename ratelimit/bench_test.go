@@ -16,7 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // benchPolicy never rejects, so every benchmarked decision takes the admit-and-charge path.

@@ -10,7 +10,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // clusterKeys is how many keys the cluster tests use: enough for every primary to hold several.

@@ -13,7 +13,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
-	"petstore/internal/testkit/faultproxy"
+	"petstore/testkit/faultproxy"
 )
 
 // TestRedisFailure cuts the connection to Redis (through a loopback proxy; the server itself

@@ -6,7 +6,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 // The Redis tests use the real server at PETSTORE_TEST_REDIS (default redis://127.0.0.1:6379/0)

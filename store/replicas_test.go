@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestReplicaFreshness runs a real primary and replica: the replica serves while it keeps up,

@@ -10,9 +10,9 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 func TestRetryPolicy(t *testing.T) {

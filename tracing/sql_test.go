@@ -8,8 +8,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 	"petstore/tracing"
 )
 

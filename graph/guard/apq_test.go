@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"petstore/graph/guard"
-	"petstore/internal/testkit/dbtest"
+	"petstore/testkit/dbtest"
 )
 
 func TestRedisAPQCache(t *testing.T) {

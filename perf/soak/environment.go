@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"petstore/internal/testkit/mariadbd"
+	"petstore/testkit/mariadbd"
 )
 
 // The run's services: the machine's Redis, and a database on a mariadbd of the run's own.

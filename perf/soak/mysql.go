@@ -10,7 +10,7 @@ import (
 
 	mysqldriver "github.com/go-sql-driver/mysql"
 
-	"petstore/internal/testkit/mariadbd"
+	"petstore/testkit/mariadbd"
 )
 
 // startDatabase makes a fresh data directory dir, starts a mariadbd of the run's own on it

@@ -6,7 +6,7 @@ import (
 	"log"
 	"time"
 
-	"petstore/internal/testkit/mariadbd"
+	"petstore/testkit/mariadbd"
 )
 
 // restartReport is the timeline of the database restart.

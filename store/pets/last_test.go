@@ -4,9 +4,9 @@ import (
 	"context"
 	"testing"
 
-	"petstore/internal/testkit/dbtest"
 	"petstore/store"
 	"petstore/store/pets"
+	"petstore/testkit/dbtest"
 )
 
 // TestLastIDWhenTheClientIsGone: a subscription whose client leaves while the Hub reads where

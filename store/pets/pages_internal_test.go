@@ -6,10 +6,10 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/internal/testkit/dbtest"
 	"petstore/migrations"
 	"petstore/models"
 	"petstore/store"
+	"petstore/testkit/dbtest"
 )
 
 // TestStuckHoleGivesUpOnTheServer checks that a MySQL page whose range holds a pet inserted by

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"testing"
 
-	"petstore/internal/testkit/apitest"
+	"petstore/testkit/apitest"
 )
 
 // recorder is a testing.TB that records failures instead of failing the test, so that a test

@@ -11,8 +11,8 @@ import (
 
 	_ "github.com/go-sql-driver/mysql" // the admin connections
 
-	"petstore/internal/testkit/mariadbd"
 	"petstore/store"
+	"petstore/testkit/mariadbd"
 )
 
 // ReplicaPair is a primary mariadbd and a replica of it, of one test's own: their own data

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"testing"
 
-	"petstore/internal/testkit/dbtest"
-	"petstore/internal/testkit/mariadbd"
+	"petstore/testkit/dbtest"
+	"petstore/testkit/mariadbd"
 )
 
 // TestStopStart stops a server of the test's own and starts it again: same port, same data,

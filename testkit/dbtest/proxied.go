@@ -5,9 +5,9 @@ import (
 	"net/url"
 	"testing"
 
-	"petstore/internal/testkit/faultproxy"
 	"petstore/migrations"
 	"petstore/store"
+	"petstore/testkit/faultproxy"
 )
 
 // Proxied returns a fresh, migrated MySQL database reached through a fault proxy, so that a
