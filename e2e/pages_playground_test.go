@@ -68,17 +68,19 @@ func TestBrowserPlayground(t *testing.T) {
 	if err != nil {
 		failBrowser(t, tab, log, base, "running { pets { id name } } in the playground", err)
 	}
-	// The schema, fetched with the key once it was typed, shows Query.pet as deprecated.
-	err = chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`.graphiql-sidebar button[aria-label*="Documentation Explorer"]`)),
-		chromedp.Click(chromedp.CSS(".graphiql-doc-explorer-type-name")), // Query
-		chromedp.Click(`//button[contains(., "Show Deprecated Fields")]`),
-		waitFor(docsText+`.includes('Use pets(status:). Removal on 2030-12-05.')`),
-	)
-	if err != nil {
+	if err = chromedp.Do(ctx, findDeprecatedPet...); err != nil {
 		failBrowser(t, tab, log, base, "finding Query.pet deprecated in the docs explorer", err)
 	}
 	log.check(t, tab, base)
+}
+
+// findDeprecatedPet opens GraphiQL's docs explorer at Query and waits until it shows Query.pet
+// as deprecated, with its reason.
+var findDeprecatedPet = []chromedp.Action[chromedp.Void]{
+	chromedp.Click(chromedp.CSS(`.graphiql-sidebar button[aria-label*="Documentation Explorer"]`)),
+	chromedp.Click(chromedp.CSS(".graphiql-doc-explorer-type-name")), // Query
+	chromedp.Click(`//button[contains(., "Show Deprecated Fields")]`),
+	waitFor(docsText + `.includes('Use pets(status:). Removal on 2030-12-05.')`),
 }
 
 // resultText is the text of GraphiQL's result pane (whose editor indents with no-break spaces),
@@ -243,45 +245,4 @@ func (l *browserLog) check(t *testing.T, tab context.Context, base string) {
 		t.Errorf("the page broke its Content-Security-Policy: %s", v)
 	}
 	t.Logf("%d requests, all to %s", len(l.requests), base)
-}
-
-// TestBrowserPlaygroundSubscription runs a petAdded subscription in the playground (GraphiQL
-// over graphql-ws, the key sent in connection_init) and watches a pet created over REST appear
-// in its result pane.
-func TestBrowserPlaygroundSubscription(t *testing.T) {
-	requireChromium(t)
-	base, key, _, _ := startServer(t)
-	waitHealthy(t, base)
-
-	tab, log := newBrowser(t)
-	ctx, cancel := context.WithTimeout(tab, stepsTimeout)
-	defer cancel()
-	query := url.Values{"query": {"subscription { petAdded { pet { name } } }"}}
-	err := chromedp.Do(ctx,
-		chromedp.Navigate(base+"/v1/playground?"+query.Encode()),
-		chromedp.WaitVisible(chromedp.CSS(".graphiql-execute-button")),
-		chromedp.SendKeys(chromedp.CSS("#api-key"), key),
-		chromedp.Click(chromedp.CSS(".graphiql-execute-button")),
-	)
-	if err != nil {
-		failBrowser(t, tab, log, base, "starting the subscription in the playground", err)
-	}
-	// Without a cursor the subscription sends the pets added once it is open: create one every
-	// half second until the pane shows one.
-	seen := waitFor(resultText + `.includes('"name": "Whiskers"')`)
-	for {
-		if _, ok := postPet(base, key, "Whiskers"); !ok {
-			t.Fatal("POST /v1/pets failed; want 201")
-		}
-		step, stop := context.WithTimeout(ctx, 500*time.Millisecond)
-		err = chromedp.Do(step, seen)
-		stop()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			failBrowser(t, tab, log, base, "seeing a pet created over REST in the subscription's pane", err)
-		}
-	}
-	log.check(t, tab, base)
 }

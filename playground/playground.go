@@ -31,7 +31,9 @@ type pageData struct {
 // "/v1/graphql", or an absolute URL). Mounted at a path P, it serves the page at P and its
 // scripts and style sheets at P/assets/NAME, so both routes must lead to it; any other asset
 // name is a 404. The page sends "Authorization: Bearer <key>" with the key typed into its key
-// field. Handler panics on an endpoint that is empty or not a URL.
+// field. Its schema comes from the SDL at endpoint + "/schema.graphql", fetched without a key
+// (GraphiQL introspects, with the key, where that fails). Handler panics on an endpoint that is
+// empty or not a URL.
 func Handler(endpoint string) http.Handler {
 	u, err := url.Parse(endpoint)
 	if endpoint == "" || err != nil {

@@ -23,8 +23,8 @@ type Deps struct {
 	Resolver   *graph.Resolver
 	GraphQL    http.Handler                // the GraphQL handler, served at /v1/graphql
 	OpenAPI    []byte                      // the OpenAPI document, served at /v1/openapi.json
-	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key; nil for none
-	Reference  http.Handler                // the REST API reference, served at /v1/docs without a key; nil for none
+	Playground http.Handler                // the GraphiQL page, served at /v1/playground without a key (a browser opening /v1/graphql is sent there); nil for none
+	Reference  http.Handler                // the REST API reference, served at /v1/docs without a key (a browser opening / is sent there); nil for none
 	SDL        []byte                      // the GraphQL schema, served at /v1/graphql/schema.graphql without a key; nil for none
 	Identify   gin.HandlerFunc             // identifies the caller's key; leaves a key not found valid before for Lookup (auth.Authenticator.Identify)
 	Lookup     gin.HandlerFunc             // reads the key table for a key Identify left pending (auth.Authenticator.Lookup); nil for none
@@ -53,7 +53,8 @@ type Limiter interface {
 }
 
 // NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground, API
-// reference, GraphQL schema), /healthz, /readyz and /metrics.
+// reference, GraphQL schema), /healthz, /readyz and /metrics; / sends a browser to the
+// reference and tells an API client where the API is.
 func NewRouter(d Deps) *gin.Engine {
 	gin.SetMode(gin.ReleaseMode)
 	r := gin.New()
@@ -80,9 +81,10 @@ func NewRouter(d Deps) *gin.Engine {
 	}
 	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
 	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
-	// they carry the rate-limit headers, but answered without requiring a key.
+	// they carry the rate-limit headers, but answered without requiring a key. / is answered
+	// uncharged, like the pages it leads to.
 	ident := identify(d, nil)
-	r.NoRoute(append(underV1(ident), notFound)...)
+	r.NoRoute(slices.Concat(underV1(ident), []gin.HandlerFunc{atRoot(d.Reference != nil), notFound})...)
 	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
 	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
@@ -121,8 +123,12 @@ func NewRouter(d Deps) *gin.Engine {
 	api.GET("/store/orders", listOrders)
 	// A WebSocket upgrade is identified and charged, but its key may come in connection_init:
 	// one without a key is charged there, to the key.
-	v1.GET("/graphql", slices.Concat(identify(d, d.Keyless), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
-		gin.WrapH(d.GraphQL)})...)
+	gql := slices.Concat(identify(d, d.Keyless), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
+		gin.WrapH(d.GraphQL)})
+	if d.Playground != nil {
+		gql = slices.Insert(gql, 0, toPlayground) // a browser opening the endpoint gets the playground
+	}
+	v1.GET("/graphql", gql...)
 	post := []gin.HandlerFunc{gin.WrapH(d.GraphQL)}
 	if d.Stream != nil {
 		post = slices.Insert(post, 0, d.Stream)

@@ -3,7 +3,13 @@
 // the key field sent as "Authorization: Bearer <key>". The key is kept in sessionStorage only:
 // it survives a reload of the tab and is gone when the tab closes. Subscriptions run over a
 // WebSocket to the same endpoint (graphql-ws, the graphql-transport-ws protocol), the key sent in
-// connection_init's payload, since a browser cannot set headers on a WebSocket.
+// connection_init's payload, since a browser cannot set headers on a WebSocket; the result pane
+// lists a subscription's events, each appended as it comes (the latest MAX_EVENTS).
+//
+// The schema (docs explorer, completion, validation) is built from the public SDL the server
+// serves beside the endpoint (schema.graphql, no key needed), with the graphql-js bundled in
+// GraphiQL, so it is there before a key is typed; only when the SDL cannot be had does GraphiQL
+// introspect, with the key.
 //
 // The editors start from the URL's query, variables and operationName parameters when present
 // (?query={pets{id}}), else from GraphiQL's saved state, else from the default query below.
@@ -11,6 +17,7 @@
   'use strict';
 
   var STORAGE_KEY = 'petstore.playground.apiKey';
+  var MAX_EVENTS = 100;
   var DEFAULT_QUERY = [
     '# Paste your API key in the field above, then run this with the ▶ button (Ctrl-Enter).',
     '# The Docs button on the left lists every field; deprecated ones are marked.',
@@ -95,8 +102,38 @@
     }
   });
 
+  // eventList returns an async iterator over the results of events that yields, at each event,
+  // the list of the events so far (the latest MAX_EVENTS), for GraphiQL to show whole. It is
+  // not an async generator, whose return() would wait for the next event: GraphiQL's stop
+  // button calls return(), which here ends the subscription at once.
+  function eventList(events) {
+    var seen = [];
+    var list = {
+      next: function () {
+        return events.next().then(function (step) {
+          if (step.done) {
+            return step;
+          }
+          seen.push(step.value);
+          if (seen.length > MAX_EVENTS) {
+            seen.shift();
+          }
+          return {done: false, value: {events: seen.slice()}};
+        });
+      },
+      return: function () {
+        return events.return ? events.return() : Promise.resolve({done: true});
+      }
+    };
+    list[Symbol.asyncIterator] = function () {
+      return list;
+    };
+    return list;
+  }
+
   // makeFetcher returns a GraphiQL fetcher that reads the key field at each request. A fresh one
-  // is made whenever the key changes: GraphiQL then fetches the schema again, with the new key.
+  // is made whenever the key changes: without the SDL, GraphiQL then introspects again, with
+  // the new key.
   function makeFetcher() {
     return async function fetcher(graphQLParams, opts) {
       var extra = (opts && opts.headers) || {};
@@ -106,7 +143,7 @@
           'every request needs "Authorization: Bearer <key>".'}]};
       }
       if (operationKind(graphQLParams.query || '', graphQLParams.operationName) === 'subscription') {
-        return socket.iterate(graphQLParams); // each event as it comes, until GraphiQL stops it
+        return eventList(socket.iterate(graphQLParams)); // until GraphiQL stops it
       }
       var headers = {
         'Accept': 'application/graphql-response+json, application/json',
@@ -132,12 +169,34 @@
     };
   }
 
+  // loadSchema resolves to the schema built from the SDL beside the endpoint, or to undefined
+  // (GraphiQL then introspects) when it cannot be fetched or built.
+  function loadSchema() {
+    return fetch(endpoint + '/schema.graphql', {credentials: 'omit'})
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error('HTTP ' + response.status);
+        }
+        return response.text();
+      })
+      .then(function (sdl) {
+        return GraphiQL.GraphQL.buildSchema(sdl);
+      })
+      .catch(function (e) {
+        console.warn('playground: no schema from ' + endpoint + '/schema.graphql (' + e.message +
+          '); GraphiQL introspects with the key instead');
+        return undefined;
+      });
+  }
+
   var root = ReactDOM.createRoot(mount);
   var fetcher = makeFetcher();
+  var schema = null; // none until loadSchema settles
 
   function render() {
     root.render(React.createElement(GraphiQL, {
       fetcher: fetcher,
+      schema: schema,
       defaultQuery: DEFAULT_QUERY,
       query: params.get('query') || undefined,
       variables: params.get('variables') || undefined,
@@ -165,4 +224,8 @@
   keyField.addEventListener('input', keyChanged);
   keyField.addEventListener('change', keyChanged);
   render();
+  loadSchema().then(function (built) {
+    schema = built;
+    render();
+  });
 })();
