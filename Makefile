@@ -17,12 +17,14 @@ STAMP = -X petstore/internal/version.version=$(VERSION) -X petstore/internal/ver
 run:
 	$(GO) run -ldflags='$(STAMP)' . serve
 
-# The GraphQL-over-HTTP audit (graphql-http, against a running server) and the OpenAPI lints
-# (Redocly and Spectral, on the served document) print their counts; go test's summary stays last.
+# The GraphQL-over-HTTP audit (graphql-http, against a running server), the GraphQL schema lint
+# (graphql-schema-linter, on the served SDL) and the OpenAPI lints (Redocly and Spectral, on the
+# served document) print their counts; go test's summary stays last.
 test:
 	$(GO) vet ./...
 	cd perf && $(GO) vet ./... && $(GO) test -count=1 ./...
 	tools/graphql-audit/run.sh
+	tools/graphql-schema-lint/run.sh
 	tools/openapi-lint/run.sh
 	$(GO) test -count=1 ./...
 

@@ -8,8 +8,8 @@ import (
 
 // Defaults of the cost limits and caches of Options.
 const (
-	// DefaultComplexityLimit admits two full pages of petsConnection(first: 100) with every
-	// field (1,001 each) or four of pets(limit: 100) with every field (401 each).
+	// DefaultComplexityLimit admits one full page of petsConnection(first: 100) with every
+	// field (1,201) or four of pets(limit: 100) with every field (401 each).
 	DefaultComplexityLimit = 2000
 	// DefaultDepthLimit leaves room above the deepest operation on the schema (4:
 	// petsConnection { edges { node { id } } }) and GraphiQL's introspection query (6).

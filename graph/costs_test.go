@@ -32,6 +32,10 @@ func fragmentDoubling(n int) string {
 	return b.String()
 }
 
+// fullPage selects every field of a petsConnection(first: 100) page: it costs 100*12+1.
+const fullPage = "petsConnection(first: 100) { edges { cursor node { id name categoryId status } } " +
+	"pageInfo { hasNextPage hasPreviousPage startCursor endCursor } }"
+
 func TestCostLimitsRefuse(t *testing.T) {
 	pet := "pets(limit: 100) { id name categoryId status }" // costs 100*4+1
 	for _, tc := range []struct {
@@ -41,6 +45,7 @@ func TestCostLimitsRefuse(t *testing.T) {
 		{"alias bomb over the selections", aliases(500, "pets(limit: 100) { id }"), "the document has more than 200 selections"},
 		{"five full lists", aliases(5, pet), "operation has complexity 2005, which exceeds the limit of 2000"},
 		{"three full connection pages", aliases(3, "petsConnection(first: 100) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } }"), "operation has complexity 3003"},
+		{"two full connection pages with every field", aliases(2, fullPage), "operation has complexity 2402, which exceeds the limit of 2000"},
 		{"fragments spread twice, 40 deep", fragmentDoubling(40), "operation has complexity of at least 1099511627776, which exceeds the limit of 2000"},
 		{"deep introspection", `{ __schema { directives { args { type { fields { args { type { fields { args { type { name } } } } } } } } } } }`, "the operation nests fields 11 levels deep; the limit is 10"},
 		{"deep introspection through a fragment", `{ __schema { directives { ...D } } } fragment D on __Directive { args { type { ofType { fields { args { type { fields { args { type { ofType { name } } } } } } } } } } }`, "the operation nests fields 11 levels deep"},
@@ -68,6 +73,7 @@ func TestCostLimitsAdmit(t *testing.T) {
 	}{
 		{"four full lists", aliases(4, "pets(limit: 100) { id name categoryId status }")},
 		{"a full connection page", "{ petsConnection(first: 100) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } } }"},
+		{"a full connection page with every field", "{ " + fullPage + " }"},
 		{"GraphiQL's introspection query", string(introspection)},
 		{"pet marked deprecated", `{ __type(name: "Query") { fields(includeDeprecated: true) { name isDeprecated deprecationReason } } }`},
 	} {

@@ -10,24 +10,32 @@ import (
 type Mutation struct {
 }
 
-// Where a page stands.
+// Where a page stands (the Relay cursor connection spec's PageInfo). Paging runs forward only, with first and after.
 type PageInfo struct {
-	// Whether more pets follow this page.
+	// Whether more pets follow this page: pass endCursor as after to get them.
 	HasNextPage bool `json:"hasNextPage"`
-	// The cursor of the last pet of the page; null for an empty page.
+	// Always false: paging runs forward only (first and after), and the Relay spec lets a forward page answer false rather than spend another SQL statement finding out whether pets precede it.
+	HasPreviousPage bool `json:"hasPreviousPage"`
+	// The cursor of the first pet of the page; null for an empty page.
+	StartCursor *string `json:"startCursor,omitempty"`
+	// The cursor of the last pet of the page, to pass as after for the next page (also on the last page, to wait for pets added later); null for an empty page.
 	EndCursor *string `json:"endCursor,omitempty"`
 }
 
 // A page of pets in id order (a Relay connection).
 type PetConnection struct {
-	Edges    []*PetEdge `json:"edges"`
-	PageInfo *PageInfo  `json:"pageInfo"`
+	// The pets of the page, in id order, each with its cursor; empty when no pet follows the cursor after.
+	Edges []*PetEdge `json:"edges"`
+	// Where the page stands: its first and last cursors, and whether more pets follow.
+	PageInfo *PageInfo `json:"pageInfo"`
 }
 
 // One pet of a page, with the cursor to pass as after to get the pets that follow it.
 type PetEdge struct {
-	Node   *models.Pet `json:"node"`
-	Cursor string      `json:"cursor"`
+	// The pet.
+	Node *models.Pet `json:"node"`
+	// An opaque cursor naming this pet: as petsConnection's after (or petAdded's), it resumes right after it. Cursors do not expire.
+	Cursor string `json:"cursor"`
 }
 
 // An operation may select at most 10 of these fields (__typename, __schema and __type aside): each runs one SQL statement, and the request is charged once.

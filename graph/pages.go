@@ -19,7 +19,8 @@ func (r *Resolver) PetsPage(ctx context.Context, limit *int, after *string, stat
 }
 
 // connection returns a page of pets as a Relay connection; sizeName is the page-size
-// argument's name, for the error.
+// argument's name, for the error. hasPreviousPage is always false, as the Relay spec allows
+// when paging forward: finding out would cost a second statement.
 func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) (*PetConnection, error) {
 	pets, more, err := r.list(ctx, sizeName, size, after, status)
 	if err != nil {
@@ -30,6 +31,7 @@ func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, a
 		conn.Edges[i] = &PetEdge{Node: &pets[i], Cursor: models.EncodeCursor(pets[i].ID)}
 	}
 	if len(pets) > 0 {
+		conn.PageInfo.StartCursor = &conn.Edges[0].Cursor
 		conn.PageInfo.EndCursor = &conn.Edges[len(pets)-1].Cursor
 	}
 	return conn, nil
