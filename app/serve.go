@@ -106,14 +106,14 @@ func listen(ctx context.Context, cfg config.Config, svc *Service, stdout io.Writ
 // PETSTORE_SHUTDOWN_TIMEOUT for the requests in flight.
 func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan error) error {
 	drain.on.Store(true)
-	slog.Info("shutting down: /readyz answers 503, serving on for the drain delay", "drain_delay", cfg.DrainDelay)
+	slog.Info("shutting down: /readyz answers 503, serving on for the drain delay", "drain_delay", cfg.DrainDelay.String())
 	select {
 	case err := <-errc:
 		return err
 	case <-time.After(cfg.DrainDelay):
 	}
 	drain.closeStreams()
-	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.String())
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {
