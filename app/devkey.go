@@ -12,8 +12,9 @@ import (
 	"petstore/store"
 )
 
-// printDevKey creates and prints a development key when the database has no key at all.
-func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, stdout io.Writer) error {
+// printDevKey creates and prints a development key when the database has no key at all, with
+// a curl line for the server at base.
+func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, base string, stdout io.Writer) error {
 	key, err := auth.EnsureDevKey(ctx, db.DB, cfg.KeyPrefix())
 	if err != nil {
 		return fmt.Errorf("create the development key: %w", err)
@@ -23,7 +24,7 @@ func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, stdout io
 		return nil
 	}
 	fmt.Fprintf(stdout, "development API key (free plan, shown once):\n%s\n", key)
-	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", key, localURL(cfg.Addr))
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", key, base)
 	return nil
 }
 
