@@ -48,6 +48,7 @@ type Config struct {
 	TrustedProxies   []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
 	IdempotencyTTL   time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
 	APQTTL           time.Duration // how long a persisted GraphQL query stays in Redis after its last use
+	DevKeyPlan       string        // development: the plan of the key made on the first start
 	GraphQL          graph.Options
 	RateLimit        ratelimit.Config
 	Tracing          bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
@@ -78,6 +79,7 @@ func Default() Config {
 		LogLevel:         slog.LevelInfo,
 		IdempotencyTTL:   24 * time.Hour,
 		APQTTL:           24 * time.Hour,
+		DevKeyPlan:       auth.Pro.Name, // a working day of playground and scripts, and still a plan with limits
 		GraphQL:          graph.DefaultOptions(),
 		RateLimit:        ratelimit.DefaultConfig(),
 	}
@@ -119,6 +121,11 @@ func (c Config) Validate() error {
 	}
 	if _, err := c.Proxies(); err != nil {
 		return fmt.Errorf("PETSTORE_TRUSTED_PROXIES: %w", err)
+	}
+	switch c.DevKeyPlan {
+	case auth.Free.Name, auth.Pro.Name, auth.Business.Name:
+	default:
+		return fmt.Errorf("PETSTORE_DEV_KEY_PLAN must be free, pro or business; got %q", c.DevKeyPlan)
 	}
 	if len(c.Replicas) > 0 && !strings.HasPrefix(c.DB, "mysql://") {
 		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")

@@ -50,7 +50,7 @@ func TestCommandFlags(t *testing.T) {
 		{[]string{"keys", "list", "-h"}, []string{"-db string", "-log-level"}, []string{"-addr", "-env", "-plan"}, "keys list"},
 		{[]string{"keys", "revoke", "-h"}, []string{"-db string", "-key-cache-ttl duration", "(PETSTORE_KEY_CACHE_TTL)"}, []string{"-addr", "-plan"}, "keys revoke"},
 		{[]string{"migrate", "-h"}, []string{"-db string", "-db-max-open int"}, []string{"-addr", "-env", "-redis-url"}, "migrate"},
-		{[]string{"serve", "-h"}, []string{"-addr string", "-redis-url", "-db string", "-ratelimit-fail-open\n",
+		{[]string{"serve", "-h"}, []string{"-addr string", "-redis-url", "-db string", "-dev-key-plan string", "-ratelimit-fail-open\n",
 			"(PETSTORE_CORS_ORIGINS)", `(default ":8080")`}, []string{"-plan"}, "serve"},
 	} {
 		code, out, _ := mainWith(nil, tt.args...)

@@ -53,13 +53,34 @@ func TestBusyPort(t *testing.T) {
 	}
 }
 
-// TestBanner: serve prints the pages beside its address, at an address a browser opens.
+// TestBanner: the first development start prints a key of the pro plan, its curl line and the
+// pages at an address a browser opens; PETSTORE_DEV_KEY_PLAN picks another plan; a later start
+// prints a keys create line that a make run user can paste, with the server's PETSTORE_DB.
 func TestBanner(t *testing.T) {
-	out := serveBanner(t, "PETSTORE_DB=sqlite:"+filepath.Join(t.TempDir(), "banner.db"))
-	for _, want := range []string{"/v1/pets\npetstore listening on http://127.0.0.1:", "\nREST reference:     http://127.0.0.1:",
-		"/v1/docs\nGraphQL playground: http://127.0.0.1:"} {
+	dsn := "sqlite:" + filepath.Join(t.TempDir(), "banner.db")
+	out := serveBanner(t, "PETSTORE_DB="+dsn)
+	for _, want := range []string{"development API key (pro plan, shown once; PETSTORE_DEV_KEY_PLAN picks another):\npetstore_test_",
+		"/v1/pets\npetstore listening on http://127.0.0.1:", "\nREST reference:     http://127.0.0.1:", "/v1/docs\nGraphQL playground: http://127.0.0.1:"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("no %q in\n%s", want, out)
+			t.Errorf("first start: no %q in\n%s", want, out)
+		}
+	}
+	if list, err := runCmd(t, dsn, "keys", "list"); err != nil || !strings.Contains(list, " pro ") {
+		t.Errorf("keys list: got %q, %v; want the development key on the pro plan", list, err)
+	}
+	again := serveBanner(t, "PETSTORE_DB="+dsn)
+	hint := "development: API keys exist already; make a new one with: PETSTORE_DB='" + dsn + "' go run . keys create --plan pro\n"
+	if !strings.Contains(again, hint) {
+		t.Errorf("second start: got\n%s\nwant %q", again, hint)
+	}
+	business := serveBanner(t, "PETSTORE_DB=sqlite:"+filepath.Join(t.TempDir(), "b.db"), "PETSTORE_DEV_KEY_PLAN=business")
+	if !strings.Contains(business, "development API key (business plan") {
+		t.Errorf("PETSTORE_DEV_KEY_PLAN=business: got\n%s", business)
+	}
+	for _, plan := range []string{"enterprise", "gold"} {
+		err := app.Run(context.Background(), []string{"serve"}, []string{"PETSTORE_DEV_KEY_PLAN=" + plan}, &bytes.Buffer{}, &bytes.Buffer{})
+		if err == nil || !strings.Contains(err.Error(), "PETSTORE_DEV_KEY_PLAN") {
+			t.Errorf("PETSTORE_DEV_KEY_PLAN=%s: got %v; want it refused", plan, err)
 		}
 	}
 }
