@@ -7,7 +7,7 @@ import (
 )
 
 // Parse reads the variables of every setting through getenv, then args, the flags of fs; it
-// validates the result. Every variable is read and checked whichever groups fs has, so that
+// validates the result. An error of args says that -h lists the flags. Every variable is read and checked whichever groups fs has, so that
 // one environment serves every command and a bad value stops `migrate` before a rollout.
 func Parse(fs *flag.FlagSet, c *Config, args []string, getenv func(string) string) error {
 	env := flag.NewFlagSet("environment", flag.ContinueOnError)
@@ -25,7 +25,10 @@ func Parse(fs *flag.FlagSet, c *Config, args []string, getenv func(string) strin
 		return err
 	}
 	if err := fs.Parse(args); err != nil {
-		return err
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return fmt.Errorf("%w (-h lists the flags)", err)
 	}
 	if c.Env == "development" && !isSet(env, "drain-delay") && !isSet(fs, "drain-delay") {
 		c.DrainDelay = 0

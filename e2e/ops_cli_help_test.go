@@ -90,6 +90,10 @@ func TestSettingErrors(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "not a duration (e.g. 5s, 250ms, 1m)") {
 		t.Errorf("--db-timeout fast: got %v; want it to say what a duration is", err)
 	}
+	err = app.Run(context.Background(), []string{"keys", "list", "--addr", ":1"}, nil, &bytes.Buffer{}, &bytes.Buffer{})
+	if err == nil || !strings.Contains(err.Error(), "-h lists the flags") {
+		t.Errorf("keys list --addr: got %v; want an error that points to -h", err)
+	}
 }
 
 // TestUnknownVariables: a PETSTORE_ variable that names no setting is logged as a warning, with
