@@ -11,5 +11,5 @@ import (
 )
 
 func main() {
-	os.Exit(app.Main(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+	os.Exit(app.Main(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 }

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,40 +19,50 @@ import (
 	"petstore/store"
 )
 
-// ErrUsage marks a command line that names no command; the program exits 2 on it.
-var ErrUsage = errors.New("usage: petstore serve | migrate | keys create|list|revoke | --version (-h for flags)")
+// ErrUsage marks a command line that names no command petstore runs; Main prints the error
+// and the commands, and exits 2.
+var ErrUsage = errors.New("not a petstore command line")
+
+// usageError is a command line petstore cannot run, saying what is wrong with it.
+type usageError string
+
+func (e usageError) Error() string        { return string(e) }
+func (e usageError) Is(target error) bool { return target == ErrUsage }
 
 // Main runs the petstore program: it tunes the runtime (TuneRuntime), runs the command that
 // args name until SIGINT or SIGTERM (Run), and returns the exit status: 0, 2 for a command line
 // that names no command, 1 for any other error, which it prints to stderr.
-func Main(args []string, getenv func(string) string, stdout, stderr io.Writer) int {
+func Main(args, environ []string, stdout, stderr io.Writer) int {
 	TuneRuntime(args)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := Run(ctx, args, getenv, stdout, stderr)
+	err := Run(ctx, args, environ, stdout, stderr)
 	if err == nil {
 		return 0
 	}
 	fmt.Fprintln(stderr, "petstore:", err)
 	if errors.Is(err, ErrUsage) {
+		printCommands(stderr)
 		return 2
 	}
 	return 1
 }
 
-// Run runs the command that args name until ctx is done: serve, migrate, keys or --version.
-// Settings come from the flags and from getenv (config); logs go to stderr.
-func Run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+// Run runs the command that args name until ctx is done: serve, migrate, keys, version or
+// help. Settings come from the flags and from environ, in os.Environ's form (config); logs go
+// to stderr.
+func Run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return ErrUsage
+		return usageError("no command")
 	}
+	r := runner{environ: environ, stdout: stdout, stderr: stderr}
 	switch args[0] {
 	case "serve":
-		return withConfig(ctx, "serve", args[1:], getenv, stderr, nil, func(cfg config.Config, _ *flag.FlagSet) error {
+		return r.withConfig(ctx, serveCmd, args[1:], nil, func(cfg config.Config, _ *flag.FlagSet) error {
 			return Serve(ctx, cfg, stdout)
 		})
 	case "migrate":
-		return withConfig(ctx, "migrate", args[1:], getenv, stderr, nil, func(cfg config.Config, _ *flag.FlagSet) error {
+		return r.withConfig(ctx, migrateCmd, args[1:], nil, func(cfg config.Config, _ *flag.FlagSet) error {
 			db, err := OpenDB(ctx, cfg)
 			if err == nil {
 				_ = db.Close()
@@ -59,38 +70,66 @@ func Run(ctx context.Context, args []string, getenv func(string) string, stdout,
 			return err
 		})
 	case "keys":
-		return keys(ctx, args[1:], getenv, stdout, stderr)
+		return r.keys(ctx, args[1:])
 	case "--version", "-version", "version":
 		_, err := fmt.Fprintln(stdout, version.String())
 		return err
+	case "help", "-h", "-help", "--help":
+		printCommands(stdout)
+		return nil
 	}
-	return ErrUsage
+	return usageError(fmt.Sprintf("unknown command %q", args[0]))
+}
+
+// runner is what a command runs with: the environment and the output streams.
+type runner struct {
+	environ        []string
+	stdout, stderr io.Writer
+}
+
+// getenv returns the value of the variable name in r's environment; the last one wins, as in
+// os.Getenv.
+func (r runner) getenv(name string) string {
+	for i := len(r.environ) - 1; i >= 0; i-- {
+		if v, ok := strings.CutPrefix(r.environ[i], name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // logFlushEvery is the longest a log line waits in observe.LogWriter's buffer.
 const logFlushEvery = 100 * time.Millisecond
 
-// withConfig parses the settings and the command's own flags (defined by extra), sets up
-// logging, and calls fn.
-func withConfig(ctx context.Context, name string, args []string, getenv func(string) string, stderr io.Writer,
-	extra func(*flag.FlagSet), fn func(config.Config, *flag.FlagSet) error) error {
-	fs := flag.NewFlagSet("petstore "+name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// withConfig parses the settings and c's own flags (defined by extra), sets up logging, warns
+// of unknown PETSTORE_ variables, and calls fn. -h prints c's help to stdout.
+func (r runner) withConfig(ctx context.Context, c command, args []string, extra func(*flag.FlagSet),
+	fn func(config.Config, *flag.FlagSet) error) error {
+	fs := flag.NewFlagSet("petstore "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; -h is printed by printHelp
 	cfg := config.Default()
-	cfg.Register(fs)
+	cfg.Register(fs, c.groups)
 	if extra != nil {
 		extra(fs)
 	}
-	if err := config.Parse(fs, &cfg, args, getenv); err != nil {
+	if err := config.Parse(fs, &cfg, args, r.getenv); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
+			printHelp(r.stdout, c, fs)
 			return nil
 		}
 		return err
 	}
-	logs := observe.NewLogWriter(stderr, logFlushEvery)
+	logs := observe.NewLogWriter(r.stderr, logFlushEvery)
 	defer logs.Close()
 	slog.SetDefault(slog.New(observe.NewJSONLogHandler(logs, &slog.HandlerOptions{Level: cfg.LogLevel})))
-	slog.InfoContext(ctx, "petstore "+name, "version", version.Version(), "commit", version.Commit(), "config", cfg)
+	slog.InfoContext(ctx, "petstore "+c.name, "version", version.Version(), "commit", version.Commit(), "config", cfg)
+	for _, u := range config.UnknownVariables(r.environ) {
+		attrs := []any{"variable", u.Name}
+		if u.Meant != "" {
+			attrs = append(attrs, "meant", u.Meant)
+		}
+		slog.WarnContext(ctx, u.String(), attrs...)
+	}
 	return fn(cfg, fs)
 }
 

@@ -11,39 +11,30 @@ import (
 	"sync"
 	"time"
 
-	"petstore/config"
 	"petstore/rest"
 )
 
 // serveAuxiliaries serves the profiling endpoints (PETSTORE_DEBUG_ADDR) and the metrics
-// (PETSTORE_METRICS_ADDR) on listeners of their own when cfg names them, and returns the
+// (PETSTORE_METRICS_ADDR) on their listeners of lns when cfg named them, and returns the
 // function that closes them; a failure of their servers is sent to errc.
-func serveAuxiliaries(cfg config.Config, svc *Service, errc chan<- error, stdout io.Writer) (closeAll func(), err error) {
+func serveAuxiliaries(lns listeners, svc *Service, errc chan<- error, stdout io.Writer) (closeAll func()) {
 	var servers []*http.Server
-	closeAll = func() {
+	profileHeap(lns.debug != nil)
+	if lns.debug != nil {
+		debug := serveDebug(lns.debug, errc)
+		servers = append(servers, debug)
+		fmt.Fprintf(stdout, "profiling endpoints on http://%s/debug/pprof/\n", debug.Addr)
+	}
+	if lns.metrics != nil {
+		metrics := serveMetrics(lns.metrics, svc.Metrics, errc)
+		servers = append(servers, metrics)
+		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", metrics.Addr)
+	}
+	return func() {
 		for _, s := range servers {
 			_ = s.Close()
 		}
 	}
-	profileHeap(cfg.DebugAddr != "")
-	if cfg.DebugAddr != "" {
-		debug, err := serveDebug(cfg.DebugAddr, errc)
-		if err != nil {
-			return closeAll, err
-		}
-		servers = append(servers, debug)
-		fmt.Fprintf(stdout, "profiling endpoints on http://%s/debug/pprof/\n", debug.Addr)
-	}
-	if cfg.MetricsAddr != "" {
-		metrics, err := serveMetrics(cfg.MetricsAddr, svc.Metrics, errc)
-		if err != nil {
-			closeAll()
-			return closeAll, err
-		}
-		servers = append(servers, metrics)
-		fmt.Fprintf(stdout, "metrics on http://%s/metrics\n", metrics.Addr)
-	}
-	return closeAll, nil
 }
 
 // profileHeap turns the sampling of allocations for heap profiles on (at the rate the process
@@ -65,37 +56,33 @@ var (
 	goMemProfileRate = runtime.MemProfileRate
 )
 
-// serveDebug serves net/http/pprof's endpoints on their own listener at addr, away from the
-// API's router, middleware and limits; a failure of its server is sent to errc.
-func serveDebug(addr string, errc chan<- error) (*http.Server, error) {
+// serveDebug serves net/http/pprof's endpoints on their own listener ln, away from the API's
+// router, middleware and limits; a failure of its server is sent to errc.
+func serveDebug(ln net.Listener, errc chan<- error) *http.Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
 	mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	return serveAux("debug", addr, mux, errc)
+	return serveAux("debug", ln, mux, errc)
 }
 
-// serveMetrics serves h, the Prometheus handler, at /metrics on a listener of its own at addr
+// serveMetrics serves h, the Prometheus handler, at /metrics on a listener of its own, ln
 // (PETSTORE_METRICS_ADDR), and nothing else.
-func serveMetrics(addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
+func serveMetrics(ln net.Listener, h http.Handler, errc chan<- error) *http.Server {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", h)
-	return serveAux("metrics", addr, mux, errc)
+	return serveAux("metrics", ln, mux, errc)
 }
 
-// serveAux serves h on a listener of its own at addr, named name in errors sent to errc.
-func serveAux(name, addr string, h http.Handler, errc chan<- error) (*http.Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%s listener: %w", name, err)
-	}
+// serveAux serves h on a listener of its own, ln, named name in errors sent to errc.
+func serveAux(name string, ln net.Listener, h http.Handler, errc chan<- error) *http.Server {
 	srv := &http.Server{Addr: ln.Addr().String(), Handler: rest.NoSniff(h), ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			errc <- fmt.Errorf("%s listener: %w", name, err)
 		}
 	}()
-	return srv, nil
+	return srv
 }

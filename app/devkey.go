@@ -6,25 +6,45 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 
 	"petstore/auth"
 	"petstore/config"
+	"petstore/secret"
 	"petstore/store"
 )
 
-// printDevKey creates and prints a development key when the database has no key at all.
-func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, stdout io.Writer) error {
-	key, err := auth.EnsureDevKey(ctx, db.DB, cfg.KeyPrefix())
+// printDevKey creates and prints a development key of cfg.DevKeyPlan when the database has
+// no key at all, with a curl line for the server at base; else how to make one.
+func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, base string, stdout io.Writer) error {
+	key, err := auth.EnsureDevKey(ctx, db.DB, cfg.KeyPrefix(), cfg.DevKeyPlan)
 	if err != nil {
 		return fmt.Errorf("create the development key: %w", err)
 	}
 	if key == "" {
-		fmt.Fprintln(stdout, "development: API keys exist already; make a new one with: petstore keys create --plan free")
+		fmt.Fprintln(stdout, "development: API keys exist already; make a new one with:", keysCreateLine(cfg))
 		return nil
 	}
-	fmt.Fprintf(stdout, "development API key (free plan, shown once):\n%s\n", key)
-	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", key, localURL(cfg.Addr))
+	fmt.Fprintf(stdout, "development API key (%s plan, shown once; PETSTORE_DEV_KEY_PLAN picks another):\n%s\n", cfg.DevKeyPlan, key)
+	fmt.Fprintf(stdout, "try: curl -H 'Authorization: Bearer %s' %s/v1/pets\n", key, base)
 	return nil
+}
+
+// keysCreateLine returns the command that makes a key like the development one, as a user of
+// make run types it: with the server's PETSTORE_DB when it is not the default, its password
+// masked.
+func keysCreateLine(cfg config.Config) string {
+	line := "go run . keys create --plan " + cfg.DevKeyPlan
+	if cfg.DB == config.Default().DB {
+		return line
+	}
+	db := cfg.DB
+	if u, err := secret.ParseURL(db); err == nil {
+		if pass, _ := u.User.Password(); pass != "" {
+			db = secret.Mask(db)
+		}
+	}
+	return "PETSTORE_DB='" + strings.ReplaceAll(db, "'", `'\''`) + "' " + line
 }
 
 // localURL returns the URL at which this machine reaches a server listening on addr: ":8080"

@@ -33,7 +33,7 @@ func TestDevKeyCreatedOnce(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range outs {
 				wg.Go(func() {
-					if err := printDevKey(context.Background(), dbs[i], cfg, &outs[i]); err != nil {
+					if err := printDevKey(context.Background(), dbs[i], cfg, "http://localhost:8080", &outs[i]); err != nil {
 						t.Errorf("instance %d: %v", i, err)
 					}
 				})

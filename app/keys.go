@@ -15,13 +15,10 @@ import (
 	"petstore/config"
 )
 
-// errKeysUsage is the usage of the keys command.
-var errKeysUsage = fmt.Errorf("%w\n  petstore keys create --plan %s [--per-minute N] [--per-day N] [--name TEXT]\n  petstore keys list\n  petstore keys revoke ID", ErrUsage, strings.Join(auth.PlanNames, "|"))
-
 // keys runs `petstore keys create|list|revoke`.
-func keys(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) error {
+func (r runner) keys(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errKeysUsage
+		return usageError("keys needs create, list or revoke")
 	}
 	switch args[0] {
 	case "create":
@@ -32,23 +29,23 @@ func keys(ctx context.Context, args []string, getenv func(string) string, stdout
 			fs.Int64Var(&spec.PerDay, "per-day", 0, "enterprise: requests per day")
 			fs.StringVar(&spec.Name, "name", "", "a label for people")
 		}
-		return withConfig(ctx, "keys create", args[1:], getenv, stderr, flags, func(cfg config.Config, _ *flag.FlagSet) error {
-			return createKey(ctx, cfg, spec, stdout)
+		return r.withConfig(ctx, createCmd, args[1:], flags, func(cfg config.Config, _ *flag.FlagSet) error {
+			return createKey(ctx, cfg, spec, r.stdout)
 		})
 	case "list":
-		return withConfig(ctx, "keys list", args[1:], getenv, stderr, nil, func(cfg config.Config, _ *flag.FlagSet) error {
-			return listKeys(ctx, cfg, stdout)
+		return r.withConfig(ctx, listCmd, args[1:], nil, func(cfg config.Config, _ *flag.FlagSet) error {
+			return listKeys(ctx, cfg, r.stdout)
 		})
 	case "revoke":
-		return withConfig(ctx, "keys revoke", args[1:], getenv, stderr, nil, func(cfg config.Config, fs *flag.FlagSet) error {
+		return r.withConfig(ctx, revokeCmd, args[1:], nil, func(cfg config.Config, fs *flag.FlagSet) error {
 			id, err := strconv.ParseInt(fs.Arg(0), 10, 64)
 			if fs.NArg() != 1 || err != nil {
-				return errKeysUsage
+				return usageError("keys revoke needs the id of one key (keys list shows them): petstore keys revoke ID")
 			}
-			return revokeKey(ctx, cfg, id, stdout)
+			return revokeKey(ctx, cfg, id, r.stdout)
 		})
 	}
-	return errKeysUsage
+	return usageError(fmt.Sprintf("unknown command \"keys %s\": keys needs create, list or revoke", args[0]))
 }
 
 // createKey creates a key and prints it alone on the last line.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"sync/atomic"
 	"time"
@@ -17,8 +16,15 @@ import (
 )
 
 // Serve runs the HTTP server of cfg until ctx is done, then drains in-flight requests
-// (shutdown). It prints the addresses it serves on to stdout.
+// (shutdown). It prints the addresses it serves on to stdout. Its listeners are bound first,
+// so that a busy port stops the start before any migration or key is made.
 func Serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
+	lns, err := bind(cfg)
+	if err != nil {
+		return err
+	}
+	// The servers close the listeners; this is for a start that fails before them.
+	defer lns.close()
 	tr, err := tracing.Start(ctx, cfg.Tracing) // nil when off
 	if err != nil {
 		return err
@@ -35,7 +41,7 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 		}
 	}
 	if cfg.Env == "development" {
-		if err := printDevKey(ctx, db, cfg, stdout); err != nil {
+		if err := printDevKey(ctx, db, cfg, localURL(lns.api.Addr().String()), stdout); err != nil {
 			return err
 		}
 	}
@@ -55,7 +61,7 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	}
 	stopPurge := purge(ctx, svc.records)
 	defer stopPurge() // before db.Close
-	return listen(ctx, cfg, svc, stdout)
+	return listen(ctx, cfg, lns, svc, stdout)
 }
 
 // purge removes expired Idempotency-Key records until the function it returns is called.
@@ -66,9 +72,9 @@ func purge(ctx context.Context, records *idempotency.Records) (stop func()) {
 	return func() { cancel(); <-done }
 }
 
-// listen serves svc on cfg.Addr, and the debug and metrics listeners when cfg names them,
-// until ctx is done or a server fails.
-func listen(ctx context.Context, cfg config.Config, svc *Service, stdout io.Writer) error {
+// listen serves svc on lns.api, and the debug and metrics endpoints on theirs when cfg names
+// them, until ctx is done or a server fails.
+func listen(ctx context.Context, cfg config.Config, lns listeners, svc *Service, stdout io.Writer) error {
 	srv := &http.Server{
 		Handler:           svc.Handler,
 		ReadHeaderTimeout: cfg.HeaderTimeout,
@@ -77,19 +83,11 @@ func listen(ctx context.Context, cfg config.Config, svc *Service, stdout io.Writ
 		IdleTimeout:       120 * time.Second,
 		MaxHeaderBytes:    1 << 20, // hard cap; rest.MaxHeaderBytes answers smaller floods with an Error body
 	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return err
-	}
 	errc := make(chan error, 2)
-	closeAux, err := serveAuxiliaries(cfg, svc, errc, stdout)
-	if err != nil {
-		_ = ln.Close()
-		return err
-	}
+	closeAux := serveAuxiliaries(lns, svc, errc, stdout)
 	defer closeAux()
-	fmt.Fprintf(stdout, "petstore listening on http://%s (REST at /v1/pets, GraphQL at /v1/graphql)\n", ln.Addr())
-	go func() { errc <- srv.Serve(ln) }()
+	printBanner(stdout, lns.api.Addr().String())
+	go func() { errc <- srv.Serve(lns.api) }()
 	select {
 	case err := <-errc:
 		return err
@@ -106,14 +104,14 @@ func listen(ctx context.Context, cfg config.Config, svc *Service, stdout io.Writ
 // PETSTORE_SHUTDOWN_TIMEOUT for the requests in flight.
 func shutdown(srv *http.Server, drain *drainer, cfg config.Config, errc <-chan error) error {
 	drain.on.Store(true)
-	slog.Info("shutting down: /readyz answers 503, serving on for the drain delay", "drain_delay", cfg.DrainDelay)
+	slog.Info("shutting down: /readyz answers 503, serving on for the drain delay", "drain_delay", cfg.DrainDelay.String())
 	select {
 	case err := <-errc:
 		return err
 	case <-time.After(cfg.DrainDelay):
 	}
 	drain.closeStreams()
-	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	slog.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout.String())
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.ShutdownTimeout)
 	defer cancel()
 	if err := srv.Shutdown(ctx); err != nil {

@@ -97,18 +97,24 @@ func RevokeKey(ctx context.Context, db *gorm.DB, id int64) error {
 // retried, or a duplicate key); on one server they are a duplicate key.
 const devKeyID = 1
 
-// EnsureDevKey creates a free-plan key named "development" when no key exists at all, and
-// returns it; it returns "" when keys exist already. Of instances starting at once on one
-// database, one creates it: the check and the insert are one statement, and the key's id is
-// always devKeyID, so that a second insert (from any node of a cluster, under any isolation
-// level) fails as a duplicate and leaves the first key alone.
-func EnsureDevKey(ctx context.Context, db *gorm.DB, prefix string) (string, error) {
+// EnsureDevKey creates a key of plan (free, pro or business) named "development" when no key
+// exists at all, and returns it; it returns "" when keys exist already. Of instances starting
+// at once on one database, one creates it: the check and the insert are one statement, and
+// the key's id is always devKeyID, so that a second insert (from any node of a cluster, under
+// any isolation level) fails as a duplicate and leaves the first key alone.
+func EnsureDevKey(ctx context.Context, db *gorm.DB, prefix, plan string) (string, error) {
+	if plan == Enterprise {
+		return "", errors.New("the development key's plan must have fixed limits: free, pro or business")
+	}
+	if _, err := planOf(plan, 0, 0); err != nil {
+		return "", err
+	}
 	key := NewKey(prefix)
 	var stored int64
 	err := store.Retry(ctx, func(ctx context.Context) error {
 		res := db.WithContext(ctx).Exec("INSERT INTO api_keys (id, name, hint, hash, plan, created_at) "+
 			"SELECT ?, ?, ?, ?, ?, ? FROM (SELECT 1) AS one WHERE NOT EXISTS (SELECT 1 FROM api_keys)",
-			devKeyID, "development", Hint(key, prefix), Hash(key), Free.Name, time.Now().UTC())
+			devKeyID, "development", Hint(key, prefix), Hash(key), plan, time.Now().UTC())
 		stored = res.RowsAffected
 		return res.Error
 	})

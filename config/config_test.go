@@ -13,7 +13,7 @@ func parse(t *testing.T, env map[string]string, args ...string) (Config, error) 
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	c := Default()
-	c.Register(fs)
+	c.Register(fs, All)
 	err := Parse(fs, &c, args, func(k string) string { return env[k] })
 	return c, err
 }

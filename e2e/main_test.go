@@ -20,7 +20,7 @@ import (
 // program as a child process and send it real signals.
 func TestMain(m *testing.M) {
 	if os.Getenv("PETSTORE_TEST_AS_BINARY") == "1" {
-		os.Exit(app.Main(os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
+		os.Exit(app.Main(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 	}
 	// Tests and benchmarks log only failures: a line per request would drown their output.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))

@@ -112,7 +112,7 @@ func TestConfigErrors(t *testing.T) {
 		{"PETSTORE_DB_MAX_OPEN": "lots"},
 		{"PETSTORE_PUBLIC_URL": "https://api.example.com"},
 	} {
-		err := app.Run(context.Background(), []string{"migrate"}, func(k string) string { return env[k] }, &bytes.Buffer{}, &bytes.Buffer{})
+		err := app.Run(context.Background(), []string{"migrate"}, environ(env), &bytes.Buffer{}, &bytes.Buffer{})
 		if err == nil {
 			t.Errorf("%v: got success; want an error", env)
 		}
@@ -130,14 +130,9 @@ func TestBadSettingsChangeNothing(t *testing.T) {
 	} {
 		for _, cmd := range []string{"serve", "migrate"} {
 			path := filepath.Join(t.TempDir(), "petstore.db")
-			getenv := func(k string) string {
-				if k == "PETSTORE_DB" {
-					return "sqlite:" + path
-				}
-				return bad[k]
-			}
+			env := append(environ(bad), "PETSTORE_DB=sqlite:"+path)
 			var out bytes.Buffer
-			if err := app.Run(context.Background(), []string{cmd, "--addr", "127.0.0.1:0"}, getenv, &out, &out); err == nil {
+			if err := app.Run(context.Background(), []string{cmd, "--addr", "127.0.0.1:0"}, env, &out, &out); err == nil {
 				t.Errorf("%s with %v: got success; want an error", cmd, bad)
 			}
 			if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
@@ -157,13 +152,8 @@ func TestVersion(t *testing.T) {
 		}
 	}
 	var stderr bytes.Buffer
-	getenv := func(k string) string {
-		if k == "PETSTORE_DB" {
-			return "sqlite:" + filepath.Join(t.TempDir(), "v.db")
-		}
-		return ""
-	}
-	if err := app.Run(context.Background(), []string{"migrate"}, getenv, io.Discard, &stderr); err != nil {
+	env := []string{"PETSTORE_DB=sqlite:" + filepath.Join(t.TempDir(), "v.db")}
+	if err := app.Run(context.Background(), []string{"migrate"}, env, io.Discard, &stderr); err != nil {
 		t.Fatal(err)
 	}
 	if line := fmt.Sprintf(`"version":%q,"commit":%q`, version.Version(), version.Commit()); !strings.Contains(stderr.String(), line) {

@@ -47,7 +47,7 @@ func TestGaleraStartTogether(t *testing.T) {
 		if applied[i], err = dbs[i].Migrate(context.Background()); err != nil {
 			return err
 		}
-		keys[i], err = auth.EnsureDevKey(context.Background(), dbs[i].DB, cfg.KeyPrefix())
+		keys[i], err = auth.EnsureDevKey(context.Background(), dbs[i].DB, cfg.KeyPrefix(), cfg.DevKeyPlan)
 		return err
 	})
 	t.Logf("migrations applied by each node's instance: %v", applied)

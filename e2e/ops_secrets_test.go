@@ -62,7 +62,7 @@ func TestPasswordsNeverLeak(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			stdout := &cancelOn{mark: "petstore listening", cancel: cancel}
 			var stderr bytes.Buffer
-			err := app.Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, stdout, &stderr)
+			err := app.Run(ctx, []string{"serve"}, environ(env), stdout, &stderr)
 			cancel()
 			out := stdout.buf.String() + stderr.String()
 			if err != nil {
@@ -114,7 +114,7 @@ func TestPasswordsNeverLeakFromAnyCommand(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		stdout := &cancelOn{mark: "petstore listening", cancel: cancel}
 		var stderr bytes.Buffer
-		err := app.Run(ctx, args, func(k string) string { return env[k] }, stdout, &stderr)
+		err := app.Run(ctx, args, environ(env), stdout, &stderr)
 		cancel()
 		out := stdout.buf.String() + stderr.String()
 		if err != nil {

@@ -23,14 +23,17 @@ import (
 func runCmd(t *testing.T, dsn string, args ...string) (string, error) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
-	getenv := func(k string) string {
-		if k == "PETSTORE_DB" {
-			return dsn
-		}
-		return ""
-	}
-	err := app.Run(context.Background(), args, getenv, &stdout, &stderr)
+	err := app.Run(context.Background(), args, []string{"PETSTORE_DB=" + dsn}, &stdout, &stderr)
 	return stdout.String(), err
+}
+
+// environ returns env in os.Environ's form, for app.Run.
+func environ(env map[string]string) []string {
+	var kvs []string
+	for k, v := range env {
+		kvs = append(kvs, k+"="+v)
+	}
+	return kvs
 }
 
 func lastLine(s string) string {
@@ -71,7 +74,7 @@ func startServerLines(t *testing.T, extra ...string) (lines []string, stop conte
 	pr, pw := io.Pipe()
 	errc := make(chan error, 1)
 	go func() {
-		errc <- app.Run(ctx, []string{"serve"}, func(k string) string { return env[k] }, pw, io.Discard)
+		errc <- app.Run(ctx, []string{"serve"}, environ(env), pw, io.Discard)
 		pw.Close()
 	}()
 	scanner := bufio.NewScanner(pr)

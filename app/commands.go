@@ -1,0 +1,46 @@
+package app
+
+import (
+	"flag"
+	"fmt"
+	"io"
+	"text/tabwriter"
+
+	"petstore/config"
+)
+
+// command is a command of petstore that reads settings: its name, its usage line and what it
+// does (for help), and the groups of settings it reads (config.Register).
+type command struct {
+	name, usage, what string
+	groups            config.Group
+}
+
+// The commands that read settings.
+var (
+	serveCmd   = command{"serve", "serve [flags]", "applies pending migrations, serves the API until SIGINT or SIGTERM, then drains", config.All}
+	migrateCmd = command{"migrate", "migrate [flags]", "applies pending migrations and exits", config.Logs | config.Database}
+	createCmd  = command{"keys create", "keys create --plan PLAN [--per-minute N --per-day N] [--name TEXT] [flags]",
+		"creates an API key and prints it once (PLAN: free, pro, business, or enterprise with its limits)", config.Logs | config.Database | config.Env}
+	listCmd   = command{"keys list", "keys list [flags]", "lists the API keys: hint, name, plan, limits, dates; never the secret", config.Logs | config.Database}
+	revokeCmd = command{"keys revoke", "keys revoke [flags] ID", "revokes an API key", config.Logs | config.Database | config.KeyCache}
+)
+
+// printCommands prints every command, one a line.
+func printCommands(w io.Writer) {
+	fmt.Fprint(w, "usage: petstore COMMAND [flags]\n\n")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	for _, c := range []command{serveCmd, migrateCmd, createCmd, listCmd, revokeCmd} {
+		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.what)
+	}
+	fmt.Fprintf(tw, "  version\tprints the version, commit and Go version of the build (also --version)\n")
+	fmt.Fprintf(tw, "  help\tprints this (also -h, --help)\n")
+	_ = tw.Flush()
+	fmt.Fprint(w, "\npetstore COMMAND -h lists the command's flags; each setting is also a variable (--db is PETSTORE_DB).\n")
+}
+
+// printHelp prints the help of c, whose flags fs holds.
+func printHelp(w io.Writer, c command, fs *flag.FlagSet) {
+	fmt.Fprintf(w, "usage: petstore %s\n\n%s.\n\nflags (a flag wins over its variable):\n", c.usage, c.what)
+	config.PrintDefaults(w, fs)
+}
