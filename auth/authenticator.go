@@ -29,11 +29,6 @@ const DefaultCacheTTL = 10 * time.Second
 // outage itself: revoking writes the key table.
 const StaleIfError = 5 * time.Minute
 
-// downFor is how long after a failed read of the key table lookups answer from the cache, or
-// 503, without trying the database again: an outage costs one attempt a second, whatever
-// keys clients send.
-const downFor = time.Second
-
 // maxUnknownEntries bounds the cache of unknown and revoked keys, so that guessed keys cannot
 // grow it without limit. Valid keys are cached apart, never evicted by guesses: there are only
 // as many as the key table holds.
@@ -56,6 +51,12 @@ type Authenticator struct {
 	flight     singleflight.Group
 	stale      time.Duration // StaleIfError
 	downUntil  atomic.Int64  // Unix nanoseconds before which the key table is not read: a read failed
+	// suspect is set by a failed read of the key table and cleared by one that succeeds; while
+	// it is set, past downUntil, one read at a time probes the table (probing) and the other
+	// lookups answer as within downUntil, so that an outage costs one read a second however
+	// many keys arrive together.
+	suspect atomic.Bool
+	probing atomic.Bool
 }
 
 type cacheEntry struct {
@@ -151,13 +152,17 @@ func (a *Authenticator) knownValid(hash string) bool {
 func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, error) {
 	now := a.now()
 	err := errDown
-	if now.UnixNano() >= a.downUntil.Load() {
+	if probe, ok := a.mayRead(now); ok {
 		var v any
 		v, err, _ = a.flight.Do(hash, func() (any, error) {
 			// Shared by every caller waiting on this key: not cancelled with the first one.
 			// Each read of the table has its own timeout (take).
 			return a.load(context.WithoutCancel(ctx), hash, now)
 		})
+		a.suspect.Store(err != nil)
+		if probe {
+			a.probing.Store(false)
+		}
 		if err == nil {
 			return v.(cacheEntry).answer()
 		}
@@ -167,20 +172,6 @@ func (a *Authenticator) lookup(ctx context.Context, hash string) (*Principal, er
 		return e.answer()
 	}
 	return nil, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
-}
-
-// errDown is the cause of an unchecked key while the key table is left alone after a failure.
-var errDown = errors.New("auth: the key table failed to answer less than a second ago")
-
-// staleEntry returns the cached lookup of hash, expired less than a.stale ago.
-func (a *Authenticator) staleEntry(hash string, now time.Time) (cacheEntry, bool) {
-	a.mu.RLock()
-	e, ok := a.valid[hash]
-	if !ok {
-		e, ok = a.unknown[hash]
-	}
-	a.mu.RUnlock()
-	return e, ok && now.Before(e.expires.Add(a.stale))
 }
 
 // answer returns the principal of e, or the error of an unknown or revoked key.
