@@ -40,7 +40,6 @@ type Deps struct {
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
 	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (live.KeylessUpgrade); nil for none
 	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
-	Shutdown   func()                      // closes the subscriber connections at shutdown, after the drain delay (live.Registry.Shutdown); nil for none
 }
 
 // Limiter is the rate limiter as the router places it (ratelimit.Limiter).
