@@ -40,33 +40,37 @@ func newPageCache(cfg config.Config, rdb redis.UniversalClient, metrics *observe
 	return pages, metrics.Register(pageCacheCollectors(pages)...)
 }
 
-// pageCacheCollectors export the hits, misses, hit ratio and size of pages.
+// pageCacheCollectors export the hits, misses, hit ratio, size and late pets of pages.
 func pageCacheCollectors(pages *pets.PageCache) []prometheus.Collector {
-	stat := func(f func(hits, misses, bytes uint64) float64) func() float64 {
+	stat := func(f func(s pets.PageCacheStats) float64) func() float64 {
 		return func() float64 { return f(pages.Stats()) }
 	}
 	return []prometheus.Collector{
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "petstore_page_cache_hits_total",
 			Help: "Listing pages answered from the in-process page cache.",
-		}, stat(func(h, _, _ uint64) float64 { return float64(h) })),
+		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Hits) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "petstore_page_cache_misses_total",
 			Help: "Listing pages looked up in the page cache and read from the database.",
-		}, stat(func(_, m, _ uint64) float64 { return float64(m) })),
+		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Misses) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_page_cache_hit_ratio",
 			Help: "Hits over lookups of the page cache since the start (0 before any lookup).",
-		}, stat(func(h, m, _ uint64) float64 {
-			if h+m == 0 {
+		}, stat(func(s pets.PageCacheStats) float64 {
+			if s.Hits+s.Misses == 0 {
 				return 0
 			}
-			return float64(h) / float64(h+m)
+			return float64(s.Hits) / float64(s.Hits+s.Misses)
 		})),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "petstore_page_cache_bytes",
 			Help: "Bytes of the pages the page cache holds, as it weighs them (PETSTORE_PAGE_CACHE bounds them).",
-		}, stat(func(_, _, b uint64) float64 { return float64(b) })),
+		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Bytes) })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "petstore_page_cache_late_pets_total",
+			Help: "Pets whose write took long enough that cached pages may lack them, this instance's and those other instances told of: each drops the pages it falls among.",
+		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Late) })),
 	}
 }
 

@@ -31,7 +31,7 @@ type PageCache struct {
 	forgot atomic.Uint64 // Forgets so far: a page read before one may lack its pet
 	high   int64         // the highest id of a page kept since the cache was last emptied, under mu
 
-	hits, misses atomic.Uint64
+	hits, misses, lateSeen atomic.Uint64
 }
 
 // pageKey names a page: the pets after the id after, up to n, of status when it is not "".
@@ -96,6 +96,7 @@ func (c *PageCache) put(key pageKey, pets []models.Pet, mark uint64) {
 // Forget drops every page whose ids the pet with id falls among, a pet that committed after
 // pages above it were settled, and keeps any read begun before from being cached.
 func (c *PageCache) Forget(id int64) {
+	c.lateSeen.Add(1)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.forgot.Add(1)
@@ -119,11 +120,18 @@ func (c *PageCache) Clear() {
 	c.high = 0
 }
 
-// Stats returns the cache's hits and misses so far, and the bytes its pages hold once the
-// writes pending in the cache's buffers are applied.
-func (c *PageCache) Stats() (hits, misses, bytes uint64) {
+// PageCacheStats are the figures of a PageCache since it was made.
+type PageCacheStats struct {
+	Hits, Misses uint64 // pages answered from memory, and read from the database
+	Bytes        uint64 // what the pages kept weigh
+	Late         uint64 // late pets forgotten: this instance's own and those heard of
+}
+
+// Stats returns the figures of c, its size once the writes pending in the cache's buffers
+// are applied.
+func (c *PageCache) Stats() PageCacheStats {
 	c.pages.CleanUp()
-	return c.hits.Load(), c.misses.Load(), c.pages.WeightedSize()
+	return PageCacheStats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bytes: c.pages.WeightedSize(), Late: c.lateSeen.Load()}
 }
 
 // lateAfter is how long a write of a pet must take, from its first statement to its commit,

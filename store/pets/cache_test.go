@@ -53,8 +53,8 @@ func TestPageCacheKeepsFullPagesOnly(t *testing.T) {
 				t.Fatalf("first page: got %v, more %v; want %v, true", got, more, ids[:2])
 			}
 		}
-		if hits, misses, bytes := cache.Stats(); hits != 2 || misses != 1 || bytes == 0 {
-			t.Fatalf("after 3 reads of a full page: %d hits, %d misses, %d bytes; want 2, 1, > 0", hits, misses, bytes)
+		if st := cache.Stats(); st.Hits != 2 || st.Misses != 1 || st.Bytes == 0 {
+			t.Fatalf("after 3 reads of a full page: %+v; want 2 hits, 1 miss, some bytes", st)
 		}
 		if got, more := pageIDs(t, s, ids[1], 2); !slices.Equal(got, ids[2:]) || more {
 			t.Fatalf("last page: got %v, more %v; want %v, false", got, more, ids[2:])
@@ -63,8 +63,8 @@ func TestPageCacheKeepsFullPagesOnly(t *testing.T) {
 		if got, _ := pageIDs(t, s, ids[1], 2); !slices.Equal(got, append(ids[2:], added...)) {
 			t.Fatalf("last page after a pet was added: got %v; want %v", got, append(ids[2:], added...))
 		}
-		if hits, misses, _ := cache.Stats(); hits != 2 || misses != 3 {
-			t.Fatalf("after two reads of the last page: %d hits, %d misses; want 2, 3", hits, misses)
+		if st := cache.Stats(); st.Hits != 2 || st.Misses != 3 {
+			t.Fatalf("after two reads of the last page: %+v; want 2 hits, 3 misses", st)
 		}
 	})
 }
@@ -107,12 +107,12 @@ func TestPageCacheClear(t *testing.T) {
 	pageIDs(t, s, 0, 1)
 	pageIDs(t, s, 1, 1)
 	cache.Clear()
-	if _, _, bytes := cache.Stats(); bytes != 0 {
-		t.Fatalf("after Clear the cache holds %d bytes; want 0", bytes)
+	if st := cache.Stats(); st.Bytes != 0 {
+		t.Fatalf("after Clear the cache holds %d bytes; want 0", st.Bytes)
 	}
 	pageIDs(t, s, 0, 1)
-	if hits, misses, _ := cache.Stats(); hits != 0 || misses != 3 {
-		t.Fatalf("%d hits, %d misses; want 0, 3", hits, misses)
+	if st := cache.Stats(); st.Hits != 0 || st.Misses != 3 {
+		t.Fatalf("%+v; want 0 hits, 3 misses", st)
 	}
 }
 
@@ -130,8 +130,8 @@ func TestPageCacheSkipsTransactions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if hits, misses, _ := cache.Stats(); hits+misses != 0 {
-		t.Fatalf("reads in a transaction: %d hits, %d misses; want none", hits, misses)
+	if st := cache.Stats(); st.Hits+st.Misses != 0 {
+		t.Fatalf("reads in a transaction: %+v; want no lookup", st)
 	}
 }
 
@@ -159,5 +159,8 @@ func TestSlowWriteIsLate(t *testing.T) {
 	hooks.Run()
 	if told.Load() != p.ID {
 		t.Fatalf("told %d as late; want %d", told.Load(), p.ID)
+	}
+	if st := cache.Stats(); st.Late != 1 {
+		t.Fatalf("%d late pets counted; want 1", st.Late)
 	}
 }
