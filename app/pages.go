@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,13 +16,14 @@ import (
 )
 
 // LateChannel is the Redis pub/sub channel on which an instance tells the others of a late pet
-// (pets.PageCache), after the rate limiter's key prefix.
+// (pets.PageCache), after the rate limiter's key prefix. A message is "INSTANCE:ID": the
+// sender's random name, which it skips when the message comes back, and the pet's id.
 const LateChannel = "pages:late"
 
 // newPageCache returns the page cache of cfg, nil when it is off, its figures exported by
-// metrics. Through rdb, when it is not nil, it tells the other instances of each late pet;
-// listenLate hears theirs.
-func newPageCache(cfg config.Config, rdb redis.UniversalClient, metrics *observe.Metrics) (*pets.PageCache, error) {
+// metrics. Through rdb, when it is not nil, it tells the other instances of each late pet as
+// instance; listenLate hears theirs.
+func newPageCache(cfg config.Config, rdb redis.UniversalClient, instance string, metrics *observe.Metrics) (*pets.PageCache, error) {
 	if cfg.PageCacheBytes == 0 {
 		return nil, nil
 	}
@@ -31,7 +33,7 @@ func newPageCache(cfg config.Config, rdb redis.UniversalClient, metrics *observe
 		late = func(id int64) {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 			defer cancel()
-			if err := rdb.Publish(ctx, channel, strconv.FormatInt(id, 10)).Err(); err != nil {
+			if err := rdb.Publish(ctx, channel, instance+":"+strconv.FormatInt(id, 10)).Err(); err != nil {
 				slog.Error("page cache: telling the other instances of a late pet failed; their pages may lack it", "id", id, "err", err)
 			}
 		}
@@ -74,9 +76,10 @@ func pageCacheCollectors(pages *pets.PageCache) []prometheus.Collector {
 	}
 }
 
-// listenLate makes pages forget the late pets other instances tell of on rdb, until ctx ends.
-// Each time the subscription (re)starts, when messages may have been lost, pages is cleared.
-func listenLate(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, pages *pets.PageCache) {
+// listenLate makes pages forget the late pets other instances tell of on rdb, until ctx ends;
+// instance is this one's name, whose own messages it skips. Each time the subscription
+// (re)starts, when messages may have been lost, pages is cleared.
+func listenLate(ctx context.Context, cfg config.Config, rdb redis.UniversalClient, instance string, pages *pets.PageCache) {
 	ps := rdb.Subscribe(ctx, cfg.RateLimit.RedisKeyPrefix+LateChannel)
 	defer ps.Close()
 	ch := ps.ChannelWithSubscriptions(redis.WithChannelHealthCheckInterval(5*time.Second), redis.WithChannelSize(64))
@@ -93,8 +96,9 @@ func listenLate(ctx context.Context, cfg config.Config, rdb redis.UniversalClien
 				pages.Clear()
 				continue
 			}
-			if id, err := strconv.ParseInt(m.Payload, 10, 64); err == nil {
-				pages.Forget(id)
+			from, id, _ := strings.Cut(m.Payload, ":")
+			if n, err := strconv.ParseInt(id, 10, 64); err == nil && from != instance {
+				pages.Forget(n)
 			}
 		}
 	}

@@ -6,6 +6,7 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
 	"sync"
 
@@ -40,6 +41,7 @@ type Service struct {
 	cfg     config.Config
 	rdb     redis.UniversalClient // nil: this instance alone
 	pages   *pets.PageCache       // nil: off
+	name    string                // random: tells this instance's messages on rdb from the others'
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -63,7 +65,8 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		return nil, err
 	}
 	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
-	pages, err := newPageCache(cfg, rdb, metrics)
+	instance := rand.Text()
+	pages, err := newPageCache(cfg, rdb, instance, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -88,6 +91,7 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		cfg:     cfg,
 		rdb:     rdb,
 		pages:   pages,
+		name:    instance,
 	}, nil
 }
 
@@ -99,7 +103,7 @@ func (s *Service) Background(ctx context.Context) (stop func()) {
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
 	if s.pages != nil && s.rdb != nil {
-		done.Go(func() { listenLate(ctx, s.cfg, s.rdb, s.pages) })
+		done.Go(func() { listenLate(ctx, s.cfg, s.rdb, s.name, s.pages) })
 	}
 	return func() { cancel(); done.Wait() }
 }
