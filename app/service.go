@@ -162,7 +162,7 @@ type parts struct {
 // newDeps returns what the router serves: p, the documents and pages, the client address of
 // cfg's proxies, and the request log (traced when p.tr is not nil).
 func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
-	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL, rest.Contact{Email: cfg.ContactEmail, URL: cfg.ContactURL})
 	if err != nil {
 		return rest.Deps{}, err
 	}

@@ -89,20 +89,14 @@ func (e PetStatus) Valid() bool {
 }
 
 // Error Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type Error struct {
 	// Code Machine-readable error code: invalid_request 400, unauthorized 401, not_found 404, method_not_allowed 405, idempotency_key_in_use 409, payload_too_large 413, unsupported_media_type 415, idempotency_key_reused 422, rate_limited 429, key_suspended 429, internal_error 500, not_implemented 501, unavailable 503.
 	Code ErrorCode `json:"code"`
 
 	// Message Human-readable description.
-	//
-	// Example: limit must be between 1 and 100
 	Message string `json:"message"`
 
 	// Status The HTTP status code.
-	//
-	// Example: 400
 	Status int `json:"status"`
 }
 
@@ -170,58 +164,36 @@ type PetId = int64
 type Status = PetStatus
 
 // IdempotencyKeyInUse Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type IdempotencyKeyInUse = Error
 
 // IdempotencyKeyReused Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type IdempotencyKeyReused = Error
 
 // InternalError Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type InternalError = Error
 
 // NotFound Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type NotFound = Error
 
 // NotImplemented Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type NotImplemented = Error
 
 // PayloadTooLarge Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type PayloadTooLarge = Error
 
 // RequestTooLarge Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type RequestTooLarge = Error
 
 // TooManyRequests Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type TooManyRequests = Error
 
 // Unauthorized Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type Unauthorized = Error
 
 // Unavailable Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type Unavailable = Error
 
 // UnsupportedMediaType Every error answer. `status` always equals the HTTP status; `message` names the offending field and says what is allowed.
-//
-// Example: {"code":"invalid_request","message":"limit must be between 1 and 100","status":400}
 type UnsupportedMediaType = Error
 
 // ListPetsParams defines parameters for ListPets.
@@ -321,7 +293,7 @@ type ClientInterface interface {
 
 	// ListPets List all animals
 	//
-	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?...&after=CURSOR>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
+	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 	//
 	// Corresponds with GET /pets (the `ListPets` operationId).
 	ListPets(ctx context.Context, params *ListPetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -365,7 +337,7 @@ type ClientInterface interface {
 
 // ListPets List all animals
 //
-// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?...&after=CURSOR>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
+// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 //
 // Corresponds with GET /pets (the `ListPets` operationId).
 func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -695,7 +667,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListPetsWithResponse List all animals
 	//
-	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?...&after=CURSOR>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
+	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -1344,7 +1316,7 @@ type ListOrdersResponse struct {
 	// JSON501 the response for an HTTP 501 `application/json` response
 	JSON501 *NotImplemented
 	// JSON503 the response for an HTTP 503 `application/json` response
-	JSON503 *Unavailable
+	JSON503 *Error
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *ListOrdersResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -1385,7 +1357,7 @@ func (r ListOrdersResponse) GetJSON501() *NotImplemented {
 }
 
 // GetJSON503 returns the response for an HTTP 503 `application/json` response
-func (r ListOrdersResponse) GetJSON503() *Unavailable {
+func (r ListOrdersResponse) GetJSON503() *Error {
 	return r.JSON503
 }
 
@@ -1420,7 +1392,7 @@ func (r ListOrdersResponse) ContentType() string {
 
 // ListPetsWithResponse List all animals
 //
-// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?...&after=CURSOR>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
+// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -2746,7 +2718,7 @@ func ParseListOrdersResponse(rsp *http.Response) (*ListOrdersResponse, error) {
 		response.JSON501 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
-		var dest Unavailable
+		var dest Error
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"net/mail"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -34,6 +36,8 @@ type Config struct {
 	Env              string        // development, staging or production
 	PublicURL        string        // production base address, ending in /v1
 	StagingURL       string        // staging base address, ending in /v1
+	ContactEmail     string        // email address of the API's support, the OpenAPI document's info.contact
+	ContactURL       string        // web page of the API's support, in info.contact with the email; empty: none
 	Pool             store.Pool    // MySQL connection pool
 	DBTimeout        time.Duration // how long one database statement may take before the request fails with 503
 	KeyCacheTTL      time.Duration // how long a key lookup is trusted: the bound on revocation
@@ -72,6 +76,7 @@ func Default() Config {
 		Env:              "development",
 		PublicURL:        "https://api.petstore.example/v1",
 		StagingURL:       "https://staging.api.petstore.example/v1",
+		ContactEmail:     "api@petstore.example",
 		Pool:             store.DefaultPool,
 		DBTimeout:        store.DefaultTimeout,
 		KeyCacheTTL:      auth.DefaultCacheTTL,
@@ -103,6 +108,9 @@ func (c Config) Validate() error {
 		if !strings.HasSuffix(u, "/v1") {
 			return fmt.Errorf("%s must end in /v1; got %q", name, u)
 		}
+	}
+	if err := c.validateContact(); err != nil {
+		return err
 	}
 	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
 		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
@@ -137,6 +145,21 @@ func (c Config) Validate() error {
 		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")
 	}
 	return c.validateAddresses()
+}
+
+// validateContact checks the contact of the OpenAPI document: an email address alone (no
+// display name, no angle brackets), and an absolute http(s) URL when there is one.
+func (c Config) validateContact() error {
+	if a, err := mail.ParseAddress(c.ContactEmail); err != nil || a.Address != c.ContactEmail {
+		return fmt.Errorf("PETSTORE_CONTACT_EMAIL must be an email address (e.g. api@petstore.example); got %q", c.ContactEmail)
+	}
+	if c.ContactURL == "" {
+		return nil
+	}
+	if u, err := url.Parse(c.ContactURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return fmt.Errorf("PETSTORE_CONTACT_URL must be an absolute http or https URL (e.g. https://petstore.example/support); got %q", c.ContactURL)
+	}
+	return nil
 }
 
 // Proxies returns the trusted proxies of PETSTORE_TRUSTED_PROXIES (Validate checks them).

@@ -61,9 +61,32 @@ func TestInvalidSettings(t *testing.T) {
 		{"PETSTORE_DB_REPLICAS": "mysql://r:@replica:3306/pets"}, // with the SQLite default
 		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:@a:3306/pets,sqlite:x.db"},
 		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:p%zz@a:3306/pets"},
+		{"PETSTORE_CONTACT_EMAIL": "support"}, {"PETSTORE_CONTACT_EMAIL": "Support <api@example.com>"},
+		{"PETSTORE_CONTACT_URL": "example.com/support"}, {"PETSTORE_CONTACT_URL": "mailto:api@example.com"},
 	} {
 		if _, err := parse(t, env); err == nil {
 			t.Errorf("%v: got success; want an error", env)
+		}
+	}
+}
+
+// TestContact: the contact of the OpenAPI document is the deploying organisation's, set by
+// PETSTORE_CONTACT_EMAIL and PETSTORE_CONTACT_URL; a bad value names its variable and an
+// example of a good one.
+func TestContact(t *testing.T) {
+	if c, err := parse(t, nil); err != nil || c.ContactEmail != "api@petstore.example" || c.ContactURL != "" {
+		t.Errorf("defaults: got %q %q (%v); want api@petstore.example and no URL", c.ContactEmail, c.ContactURL, err)
+	}
+	c, err := parse(t, map[string]string{"PETSTORE_CONTACT_EMAIL": "api@example.com"}, "--contact-url", "https://example.com/support")
+	if err != nil || c.ContactEmail != "api@example.com" || c.ContactURL != "https://example.com/support" {
+		t.Errorf("got %q %q (%v); want the variable's email and the flag's URL", c.ContactEmail, c.ContactURL, err)
+	}
+	for name, want := range map[string]string{
+		"PETSTORE_CONTACT_EMAIL": `PETSTORE_CONTACT_EMAIL must be an email address (e.g. api@petstore.example); got "support"`,
+		"PETSTORE_CONTACT_URL":   `PETSTORE_CONTACT_URL must be an absolute http or https URL (e.g. https://petstore.example/support); got "support"`,
+	} {
+		if _, err := parse(t, map[string]string{name: "support"}); err == nil || err.Error() != want {
+			t.Errorf("%s=support: got %v; want %s", name, err, want)
 		}
 	}
 }

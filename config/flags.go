@@ -72,6 +72,8 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 	fs.StringVar(&c.RedisURL, "redis-url", c.RedisURL, "Redis for rate-limit state and persisted queries shared by every instance: redis://HOST:PORT/N (one server), redis://HOST:PORT?addr=HOST2:PORT2&addr=... (a cluster; cluster=true behind one address) or redis://SENTINEL:PORT?master_name=NAME (Sentinel); empty: in process")
 	fs.StringVar(&c.PublicURL, "public-url", c.PublicURL, "production base address, ending in /v1")
 	fs.StringVar(&c.StagingURL, "staging-url", c.StagingURL, "staging base address, ending in /v1")
+	fs.StringVar(&c.ContactEmail, "contact-email", c.ContactEmail, "email address of the API's support, given as the contact in the OpenAPI document")
+	fs.StringVar(&c.ContactURL, "contact-url", c.ContactURL, "web page of the API's support, given with the email in the OpenAPI document; empty: none")
 	fs.StringVar(&c.DevKeyPlan, "dev-key-plan", c.DevKeyPlan, "development: the plan of the key made on the first start (free, pro or business)")
 	fs.DurationVar(&c.DrainDelay, "drain-delay", c.DrainDelay, "how long SIGTERM keeps serving with /readyz answering 503, so that balancers move away, before draining; 0 in development unless set")
 	fs.DurationVar(&c.ShutdownTimeout, "shutdown-timeout", c.ShutdownTimeout, "how long shutdown waits for in-flight requests")

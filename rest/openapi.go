@@ -10,8 +10,8 @@ import (
 	"strings"
 )
 
-// openapiJSON is the OpenAPI 3.0.3 document of the REST surface. Its servers are placeholders
-// that OpenAPIDocument replaces with the configured deployments.
+// openapiJSON is the OpenAPI 3.0.3 document of the REST surface. Its servers and its
+// info.contact are placeholders that OpenAPIDocument replaces with the configured deployment's.
 //
 //go:embed openapi.json
 var openapiJSON []byte
@@ -22,15 +22,29 @@ type openapiServer struct {
 	Description string `json:"description"`
 }
 
+// Contact is who answers for a deployment of the API, as the deploying organisation says
+// (config checks the values): the OpenAPI document's info.contact, named contactName.
+type Contact struct {
+	Email string // required
+	URL   string // a web page; empty: none
+}
+
+// contactName is the name of the document's contact.
+const contactName = "Pet Store API support"
+
 // OpenAPIDocument returns the OpenAPI document with its servers set to the two deployments' base
 // addresses (each ending in /v1): publicURL described as "Production", then stagingURL as
-// "Staging". Each must be an absolute http or https URL whose path ends in /v1, else it returns an
-// error. The output is compact JSON; the document's other members keep their order.
-func OpenAPIDocument(publicURL, stagingURL string) ([]byte, error) {
+// "Staging", and its info.contact to contact. Each URL must be an absolute http or https URL
+// whose path ends in /v1, and contact must have an email, else it returns an error. The output
+// is compact JSON; the document's other members keep their order.
+func OpenAPIDocument(publicURL, stagingURL string, contact Contact) ([]byte, error) {
 	for _, u := range []struct{ name, value string }{{"public", publicURL}, {"staging", stagingURL}} {
 		if err := checkBaseURL(u.value); err != nil {
 			return nil, fmt.Errorf("openapi: %s URL %q: %w", u.name, u.value, err)
 		}
+	}
+	if contact.Email == "" {
+		return nil, errors.New("openapi: the contact has no email")
 	}
 	servers, err := json.Marshal([]openapiServer{
 		{URL: publicURL, Description: "Production"},
@@ -39,11 +53,35 @@ func OpenAPIDocument(publicURL, stagingURL string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openapi: %w", err)
 	}
-	doc, err := replaceMember(openapiJSON, "servers", servers)
+	doc, err := withContact(openapiJSON, contact)
+	if err == nil {
+		doc, err = replaceMember(doc, "servers", servers)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("openapi: embedded document: %w", err)
 	}
 	return doc, nil
+}
+
+// withContact returns doc with its info.contact replaced by contact's.
+func withContact(doc []byte, contact Contact) ([]byte, error) {
+	c, err := json.Marshal(struct {
+		Name  string `json:"name"`
+		URL   string `json:"url,omitempty"`
+		Email string `json:"email"`
+	}{contactName, contact.URL, contact.Email})
+	if err != nil {
+		return nil, err
+	}
+	var members struct{ Info json.RawMessage }
+	if err := json.Unmarshal(doc, &members); err != nil {
+		return nil, err
+	}
+	info, err := replaceMember(members.Info, "contact", c)
+	if err != nil {
+		return nil, fmt.Errorf("info: %w", err)
+	}
+	return replaceMember(doc, "info", info)
 }
 
 // checkBaseURL reports why raw is not an absolute http(s) URL whose path ends in /v1.

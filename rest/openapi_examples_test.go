@@ -63,7 +63,7 @@ func TestOpenAPISchemas(t *testing.T) {
 		{"Pet", map[string]any{"name": "Rex", "categoryId": 3}, false},
 		{"Pets", []any{}, true},
 		{"Pets", map[string]any{}, false},
-		{"Error", map[string]any{"code": "invalid_request", "message": "limit must be between 1 and 100", "status": 400}, true},
+		{"Error", map[string]any{"code": "invalid_request", "message": "limit must be an integer from 1 to 100; got \"0\"", "status": 400}, true},
 		{"Error", map[string]any{"code": "teapot", "message": "no", "status": 418}, false},
 		{"Error", map[string]any{"code": "not_found", "message": "no"}, false},
 	}

@@ -3,6 +3,8 @@ package rest_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"maps"
 	"net/http"
 	"slices"
 	"testing"
@@ -17,10 +19,12 @@ const (
 	stagingURL = "https://staging.example.com/v1"
 )
 
+var contact = rest.Contact{Email: "api@example.com", URL: "https://example.com/support"}
+
 // loadDoc returns the served document, parsed and validated by kin-openapi.
 func loadDoc(t *testing.T) *openapi3.T {
 	t.Helper()
-	raw, err := rest.OpenAPIDocument(publicURL, stagingURL)
+	raw, err := rest.OpenAPIDocument(publicURL, stagingURL, contact)
 	if err != nil {
 		t.Fatalf("OpenAPIDocument: %v", err)
 	}
@@ -36,7 +40,7 @@ func loadDoc(t *testing.T) *openapi3.T {
 }
 
 func TestOpenAPIDocumentIsCompactJSON(t *testing.T) {
-	raw, err := rest.OpenAPIDocument(publicURL, stagingURL)
+	raw, err := rest.OpenAPIDocument(publicURL, stagingURL, contact)
 	if err != nil {
 		t.Fatalf("OpenAPIDocument: %v", err)
 	}
@@ -49,7 +53,7 @@ func TestOpenAPIDocumentIsCompactJSON(t *testing.T) {
 	}
 }
 
-func TestOpenAPIDocumentRejectsBadURLs(t *testing.T) {
+func TestOpenAPIDocumentRejectsBadSettings(t *testing.T) {
 	tests := []struct {
 		name, public, staging string
 	}{
@@ -62,10 +66,13 @@ func TestOpenAPIDocumentRejectsBadURLs(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, err := rest.OpenAPIDocument(tt.public, tt.staging); err == nil {
+			if _, err := rest.OpenAPIDocument(tt.public, tt.staging, contact); err == nil {
 				t.Errorf("got no error; want one")
 			}
 		})
+	}
+	if _, err := rest.OpenAPIDocument(publicURL, stagingURL, rest.Contact{URL: contact.URL}); err == nil {
+		t.Errorf("contact without an email: got no error; want one")
 	}
 }
 
@@ -85,6 +92,12 @@ func TestOpenAPIInfoAndServers(t *testing.T) {
 			t.Errorf("info.description: got no %q; want it mentioned", want)
 		}
 	}
+	if l := doc.Info.License; l == nil || l.Name != "MIT" || l.URL != "https://opensource.org/licenses/MIT" {
+		t.Errorf("info.license: got %+v; want MIT, https://opensource.org/licenses/MIT", l)
+	}
+	if c := doc.Info.Contact; c == nil || c.Name != "Pet Store API support" || c.Email != contact.Email || c.URL != contact.URL {
+		t.Errorf("info.contact: got %+v; want Pet Store API support, %s, %s", c, contact.Email, contact.URL)
+	}
 	want := []struct{ url, description string }{{publicURL, "Production"}, {stagingURL, "Staging"}}
 	if got := len(doc.Servers); got != len(want) {
 		t.Fatalf("servers: got %v; want %v", got, len(want))
@@ -93,6 +106,24 @@ func TestOpenAPIInfoAndServers(t *testing.T) {
 		if got := doc.Servers[i]; got.URL != w.url || got.Description != w.description {
 			t.Errorf("servers[%d]: got %v %v; want %v %v", i, got.URL, got.Description, w.url, w.description)
 		}
+	}
+}
+
+// TestOpenAPIContactWithoutURL: a contact without a web page has no url member.
+func TestOpenAPIContactWithoutURL(t *testing.T) {
+	raw, err := rest.OpenAPIDocument(publicURL, stagingURL, rest.Contact{Email: "api@example.com"})
+	if err != nil {
+		t.Fatalf("OpenAPIDocument: %v", err)
+	}
+	var doc struct {
+		Info struct{ Contact map[string]string }
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"name": "Pet Store API support", "email": "api@example.com"}
+	if !maps.Equal(doc.Info.Contact, want) {
+		t.Errorf("info.contact: got %v; want %v", doc.Info.Contact, want)
 	}
 }
 

@@ -48,7 +48,7 @@ func newValidator(t *testing.T) *apitest.Validator {
 
 const (
 	petJSON   = `{"id":7,"name":"Rex","categoryId":3,"status":"available"}`
-	errorJSON = `{"code":"invalid_request","message":"limit must be between 1 and 100","status":400}`
+	errorJSON = `{"code":"invalid_request","message":"limit must be an integer from 1 to 100; got \"0\"","status":400}`
 )
 
 // headers returns a JSON response's headers with the rate-limit fields, plus kv pairs; a pair

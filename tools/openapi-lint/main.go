@@ -1,6 +1,6 @@
 // Command openapi-lint writes the OpenAPI document as the service serves it with the default
-// settings (servers from config.Default), indented so that the linters' line numbers are
-// readable, to the file named by its one argument. run.sh lints that file.
+// settings (servers and contact from config.Default), indented so that the linters' line
+// numbers are readable, to the file named by its one argument. run.sh lints that file.
 package main
 
 import (
@@ -27,7 +27,7 @@ func main() {
 // write writes the served document, indented, to file.
 func write(file string) error {
 	cfg := config.Default()
-	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL)
+	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL, rest.Contact{Email: cfg.ContactEmail, URL: cfg.ContactURL})
 	if err != nil {
 		return err
 	}
