@@ -26,12 +26,15 @@ test:
 
 # The lints that need Node and packages from the npm registry (pinned by their lock files): the
 # GraphQL-over-HTTP audit (graphql-http, against a running server), the GraphQL schema lint
-# (graphql-schema-linter, on the served SDL) and the OpenAPI lints (Redocly and Spectral, on the
-# served document). CI runs them.
+# (graphql-schema-linter, on the served SDL), the OpenAPI lints (Redocly and Spectral, on the
+# served document), and the README's snippets run whole (its Node client with graphql-ws and ws,
+# its go mod line with the module proxy: make test skips them where those are not at hand).
+# CI runs them.
 lint:
 	tools/graphql-audit/run.sh
 	tools/graphql-schema-lint/run.sh
 	tools/openapi-lint/run.sh
+	tools/readme-js/run.sh
 
 build:
 	$(GO) build -ldflags='$(STAMP)' -o bin/petstore .
