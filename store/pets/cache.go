@@ -41,9 +41,13 @@ type pageKey struct {
 	status models.PetStatus
 }
 
-// petOverhead is what a cached pet weighs besides its name: the models.Pet, its share of the
-// slice, and the cache's entry divided among a page of 20.
-const petOverhead = 64
+// What a cached page weighs besides its pets' names: the cache's entry, its key and the
+// slice's header (pageOverhead), and each models.Pet (petOverhead), rounded up from what
+// TestPageCacheBoundedByBytes measures.
+const (
+	pageOverhead = 256
+	petOverhead  = 48
+)
 
 // NewPageCache returns a PageCache of at most maxBytes of pages. late, when not nil, tells the
 // other instances sharing the database of each late pet, so that their caches Forget it.
@@ -60,7 +64,7 @@ func NewPageCache(maxBytes int, late func(id int64)) *PageCache {
 
 // weight returns the bytes that a cached page holds.
 func weight(pets []models.Pet) uint32 {
-	w := 0
+	w := pageOverhead
 	for i := range pets {
 		w += petOverhead + len(pets[i].Name)
 	}

@@ -2,6 +2,7 @@ package pets_test
 
 import (
 	"context"
+	"runtime"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -163,4 +164,45 @@ func TestSlowWriteIsLate(t *testing.T) {
 	if st := cache.Stats(); st.Late != 1 {
 		t.Fatalf("%d late pets counted; want 1", st.Late)
 	}
+}
+
+// TestPageCacheBoundedByBytes: pages of one pet after every id, the most entries a client can
+// make the cache hold for its bytes, grow the live heap by little more than the cache's bound.
+func TestPageCacheBoundedByBytes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("reads 20,000 pages")
+	}
+	const bound = 2 << 20
+	db := dbtest.New(t, "sqlite")
+	if err := db.Exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < 20000)
+		INSERT INTO pets (name, category_id) SELECT substr(hex(randomblob(64)), 1, 1 + x % 100), 1 FROM n`).Error; err != nil {
+		t.Fatal(err)
+	}
+	cache := pets.NewPageCache(bound, nil)
+	s := pets.New(db, store.DefaultTimeout, cache)
+	before := liveHeap()
+	for after := range int64(19_999) {
+		if _, more, err := s.Page(context.Background(), after, 1, nil); err != nil || !more {
+			t.Fatalf("page after %d: more %v, %v", after, more, err)
+		}
+	}
+	grown := int64(liveHeap()) - int64(before)
+	st := cache.Stats()
+	t.Logf("cache holds %d bytes by its weight; the live heap grew by %d", st.Bytes, grown)
+	if st.Bytes > bound || st.Bytes < bound/2 {
+		t.Errorf("cache weight %d; want close to its bound %d", st.Bytes, bound)
+	}
+	if grown > bound*5/4 {
+		t.Errorf("live heap grew by %d bytes; want at most %d", grown, bound*5/4)
+	}
+	runtime.KeepAlive(cache)
+}
+
+// liveHeap returns the bytes of the live heap after garbage collection.
+func liveHeap() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
