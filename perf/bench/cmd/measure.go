@@ -95,7 +95,7 @@ func (b *bench) settleCell(ctx context.Context, r *row, s *server, round int) (l
 }
 
 // runCell runs row r's workload against s for d and returns its summary, with the server's CPU
-// time per answered request.
+// time per answered request beside the driver's own (loadgen.Summary.DriverCPUusReq).
 func (b *bench) runCell(ctx context.Context, r *row, s *server, round int, d time.Duration) (loadgen.Summary, error) {
 	cpu0 := s.cpuTime()
 	res, err := loadgen.Run(ctx, loadgen.Options{Addr: s.addr, Conns: b.cfg.conns, Duration: d, Build: b.builder(r, s, round)})
@@ -113,7 +113,8 @@ func (b *bench) runCell(ctx context.Context, r *row, s *server, round int, d tim
 			return sum, err
 		}
 	}
-	b.logf("round %d/%d %-12s %-20s %8.0f req/s  p50 %-7s p99 %-7s cpu/req %-6s %s", round, b.cfg.rounds, r.id, s.name,
-		sum.RPS, loadgen.FormatMicros(sum.P50us), loadgen.FormatMicros(sum.P99us), loadgen.FormatMicros(sum.CPUusReq), sum.StatusList())
+	b.logf("round %d/%d %-12s %-22s %8.0f req/s  p50 %-7s p99 %-7s cpu/req %-6s driver %-6s %s", round, b.cfg.rounds, r.id, s.name,
+		sum.RPS, loadgen.FormatMicros(sum.P50us), loadgen.FormatMicros(sum.P99us), loadgen.FormatMicros(sum.CPUusReq),
+		loadgen.FormatMicros(sum.DriverCPUusReq), sum.StatusList())
 	return sum, ctx.Err()
 }
