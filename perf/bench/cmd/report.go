@@ -117,7 +117,7 @@ func (rep *report) write(w io.Writer) {
 // a few percent means the figures are disturbed.
 func (rep *report) writeMachine(w io.Writer) {
 	m := rep.machine
-	if !m.ok {
+	if !m.ok || len(rep.plan) == 0 {
 		return
 	}
 	fmt.Fprintf(w, "CPU during the rounds: bench (driver, servers, MariaDB, Redis) %.0f%%, other processes %.0f%% of all cores",
