@@ -64,9 +64,9 @@ type Config struct {
 // that Ctrl-C stops `make run` at once.
 const DefaultDrainDelay = 5 * time.Second
 
-// DefaultPageCacheBytes is the default bound of the page cache: some 100,000 pets, in pages
+// DefaultPageCacheBytes is the default bound of the page cache: some 25,000 pets, in pages
 // of any size, within the memory the service is measured in.
-const DefaultPageCacheBytes = 8 << 20
+const DefaultPageCacheBytes = 2 << 20
 
 // Default returns the settings used where neither a variable nor a flag says otherwise.
 func Default() Config {

@@ -83,7 +83,7 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WSPendingPerAddr, "ws-pending-per-addr", c.WSPendingPerAddr, "most WebSockets one client address (an IPv6 /64) may hold before their connection_init names a key; size it for the browser tabs behind your clients' largest NAT")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
 	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
-	fs.Var((*byteSize)(&c.PageCacheBytes), "page-cache", "most memory the pages of settled pets kept in process may take (e.g. 8MiB, 512KiB), or off: every page read from the database and every answer to be revalidated. Needs off when anything but this service writes the pets table")
+	fs.Var((*byteSize)(&c.PageCacheBytes), "page-cache", "most memory the pages of settled pets kept in process may take (e.g. 2MiB, 512KiB), or off: every page read from the database and every answer to be revalidated. Needs off when anything but this service writes the pets table")
 	listVar(fs, &c.TrustedProxies, "trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed")
 	listVar(fs, &c.CORSOrigins, "cors-origins", `comma-separated browser origins allowed to call the API ("*": any)`)
 }
