@@ -205,7 +205,7 @@ func TestSubscriptionCapsInstanceDies(t *testing.T) {
 	b := sharedInstances(t, db, cfg, 1)[0]
 	key := b.newKey(t, "free")
 
-	cmd, url := startServe(t, append(os.Environ(), "PETSTORE_DB="+dsn, "PETSTORE_REDIS_URL="+r.URL(),
+	cmd, url, _ := startServe(t, append(os.Environ(), "PETSTORE_DB="+dsn, "PETSTORE_REDIS_URL="+r.URL(),
 		"PETSTORE_ENV=staging", "PETSTORE_LOG_LEVEL=error")...)
 	a := &liveServer{url: url}
 	for range 2 {
