@@ -30,7 +30,7 @@ func TestPetAddedOverWebSocket(t *testing.T) {
 		w := s.connect(t, s.key)
 		w.subscribe("all", "")
 		w.subscribe("sold", "(status: SOLD)")
-		time.Sleep(100 * time.Millisecond) // the subscriptions start
+		s.waitActive(t, 2)
 		var got0 []string
 		a := s.createPet(t, s.key, "Rex", "available")
 		ev := w.next("all")
@@ -86,7 +86,7 @@ func TestPetAddedOverSSE(t *testing.T) {
 			t.Fatalf("SSE answer: %d %v", resp.StatusCode, resp.Header)
 		}
 		events := sseEvents(resp.Body)
-		time.Sleep(100 * time.Millisecond)
+		s.waitActive(t, 1)
 		id := s.createPet(t, s.key, "Rex", "")
 		if e := recvEvent(t, events); !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) || !strings.HasPrefix(e, "next ") {
 			t.Fatalf("event %q; want pet %d", e, id)
@@ -202,7 +202,7 @@ func TestPetAddedWaitsForMissingID(t *testing.T) {
 	s.createPet(t, s.key, "first", "") // pet 1, before the subscription
 	w := s.connect(t, s.key)
 	w.subscribe("all", "")
-	time.Sleep(100 * time.Millisecond) // the subscription starts
+	s.waitActive(t, 1)
 	insertWithID(t, db, 3, "sold")
 	s.createPet(t, s.key, "fourth", "") // pet 4, which wakes the Hub
 	time.Sleep(300 * time.Millisecond)  // time enough for events that should not come

@@ -32,7 +32,7 @@ func TestRevokedKeyLosesSubscriptions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := sseEvents(s.sseStream(t, ctx, key, "").Body)
-	time.Sleep(200 * time.Millisecond)
+	s.waitActive(t, 2)
 	if err := auth.RevokeKey(context.Background(), db.DB, rec.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -131,10 +131,7 @@ func TestRevokedKeyWithStalledSockets(t *testing.T) {
 	writeFrame(other, `{"type":"start","id":"1","payload":{"query":"subscription { petAdded { pet { name } } }"}}`)
 	w := s.connect(t, key)
 	w.subscribe("1", "")
-	time.Sleep(300 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 21 {
-		t.Fatalf("%d subscriptions active; want 21", n)
-	}
+	s.waitActive(t, 21)
 	burstPets(t, s, db, 3000)
 	for range 3001 {
 		w.next("1")

@@ -22,7 +22,7 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := sseEvents(s.sseStream(t, ctx, s.key, "").Body)
-	time.Sleep(200 * time.Millisecond)
+	s.waitActive(t, 2)
 	s.svc.CloseStreams()
 	if code, _ := w.closeStatus(5 * time.Second); code != websocket.StatusGoingAway {
 		t.Fatalf("close %d; want 1001", code)
@@ -57,10 +57,7 @@ func TestShutdownWithStalledSubscribers(t *testing.T) {
 	}
 	defer stream.Close()
 	stallConn(stream)
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 3 {
-		t.Fatalf("%d subscriptions active; want 3", n)
-	}
+	s.waitActive(t, 3)
 	burstPets(t, s, db, 20000)
 	time.Sleep(2 * time.Second) // their buffers full, their writes blocked, not yet cut off
 	if n := cutOffSlow(t, s.url); n != 0 {

@@ -43,10 +43,7 @@ func TestSlowSubscriber(t *testing.T) {
 	fmt.Fprintf(stalledStream, "POST /v1/graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		addr, s.key, len(streamQuery), streamQuery)
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 3 {
-		t.Fatalf("%d subscriptions active; want the reader's and the two stalled", n)
-	}
+	s.waitActive(t, 3)  // the reader's and the two stalled
 	const burst = 40000 // some 10 MB of events: more than the socket buffers hold
 	if err := db.DB.Exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < ?)
 		INSERT INTO pets (name, category_id, status) SELECT hex(randomblob(100)), 1, 'available' FROM n`, burst).Error; err != nil {
@@ -119,10 +116,7 @@ func TestLegacyNonReaderIsCutOff(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 1 {
-		t.Fatalf("%d subscriptions active; want 1", n)
-	}
+	s.waitActive(t, 1)
 	burstPets(t, s, db, 3000)
 	start := time.Now()
 	for activeSubscriptions(t, s.url) != 0 {
@@ -163,10 +157,7 @@ func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
 		defer c.Close()
 		stallConn(c)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 4 {
-		t.Fatalf("%d subscriptions active; want 4", n)
-	}
+	s.waitActive(t, 4)
 	s.sseOverCap(t, wsKey)
 	s.sseOverCap(t, sseKey)
 
@@ -191,10 +182,7 @@ func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
 	c.runs("1")
 	c.runs("2")
 	t.Logf("slots free %v after the third cut-off", time.Since(cut).Round(time.Millisecond))
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 4 {
-		t.Fatalf("%d subscriptions active; want the 4 opened after the cut-offs", n)
-	}
+	s.waitActive(t, 4) // the 4 opened after the cut-offs
 }
 
 // waitCutOff waits up to d for n slow cut-offs, checking meanwhile that the active gauge is

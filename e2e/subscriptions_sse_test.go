@@ -61,7 +61,7 @@ func TestStreamOverHTTP10(t *testing.T) {
 		t.Fatalf("HTTP/1.0 stream: %d %v %v; want 200, not chunked, with the rate-limit headers", resp.StatusCode, resp.TransferEncoding, resp.Header)
 	}
 	events := sseEvents(resp.Body)
-	time.Sleep(100 * time.Millisecond)
+	s.waitActive(t, 1)
 	id := s.createPet(t, s.key, "Rex", "")
 	if e := recvEvent(t, events); !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) {
 		t.Fatalf("event %q; want pet %d", e, id)
