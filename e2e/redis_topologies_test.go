@@ -115,16 +115,6 @@ func admitted(t *testing.T, apis []*testAPI, key string, n int) int {
 	return ok
 }
 
-// awayFromMinuteEdge waits out the current minute when less than 10 s of it are left, so that
-// a test counting against Redis TIME stays within one minute window.
-func awayFromMinuteEdge(t *testing.T) {
-	t.Helper()
-	now := time.Now()
-	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < 10*time.Second {
-		time.Sleep(left + 50*time.Millisecond)
-	}
-}
-
 // TestOpenRedisChecks checks the start-up check of PETSTORE_REDIS_URL against real servers: a
 // Redis that answers but cannot work as named stops the start with an error saying what is
 // wrong; one that does not answer stops it only under PETSTORE_RATELIMIT_FAIL_OPEN=false. No

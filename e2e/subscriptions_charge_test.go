@@ -28,6 +28,7 @@ func TestWebSocketRateLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	awayFromMinuteEdge(t)
 	w := s.connect(t, key) // the upgrade is anonymous: charged to the address
 	w.subscribe("1", "")   // 1
 	w.subscribe("2", "")   // 2
@@ -50,6 +51,7 @@ func TestWebSocketRateLimit(t *testing.T) {
 // a socket that sends live.MaxRefusedInRow refused operations in a row is closed with 4400.
 func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	awayFromMinuteEdge(t)
 
 	t.Run("charged, then closed", func(t *testing.T) {
 		minute := time.Now().Minute()
@@ -211,6 +213,7 @@ func (s *liveServer) remaining(t *testing.T, key string) (int, int, string) {
 // are charged to the key like any other operation, and count among the refusals in a row.
 func TestPersistedQueryHashesAreCharged(t *testing.T) {
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	awayFromMinuteEdge(t)
 	_, before, _ := s.remaining(t, s.key)
 	w := s.connect(t, s.key)
 	for i := range live.MaxRefusedInRow {

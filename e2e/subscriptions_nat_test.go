@@ -55,6 +55,7 @@ func (s *liveServer) keyless(t testing.TB) (int, string) {
 func (s *liveServer) suspendAddress(t testing.TB) {
 	t.Helper()
 	rl := s.cfg.RateLimit
+	awayFromMinuteEdge(t)
 	for range rl.AnonymousPerMinute + rl.SuspendAfter - 1 {
 		s.keyless(t)
 	}
@@ -145,6 +146,7 @@ func TestReconnectStormBehindOneAddress(t *testing.T) {
 func TestWebSocketChargedToItsKey(t *testing.T) {
 	forEachLiveStore(t, func(t *testing.T, db *store.DB, rdb redis.UniversalClient, cfg config.Config) {
 		s := newLiveServer(t, db, rdb, cfg, "free")
+		awayFromMinuteEdge(t)
 		for range 3 {
 			c, err := s.open(s.key, false)
 			if err != nil {
