@@ -26,6 +26,7 @@ import (
 // and without a status filter. Every walk saw each pet committed by the end whose id is at most its
 // last id (and whose status matches), exactly once, in id order, and nothing that was rolled back.
 func TestPagingUnderConcurrentWriters(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		r := newPagingRace(t, db)
 		r.run()

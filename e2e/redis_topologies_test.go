@@ -26,6 +26,7 @@ import (
 // one is known to the other, and six keys, spread over the cluster's slots, each get exactly
 // their budget across both.
 func TestRedisClusterService(t *testing.T) {
+	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
 	cfg := config.Default()
 	cfg.RedisURL = c.URL()
@@ -120,6 +121,7 @@ func admitted(t *testing.T, apis []*testAPI, key string, n int) int {
 // wrong; one that does not answer stops it only under PETSTORE_RATELIMIT_FAIL_OPEN=false. No
 // error shows the password.
 func TestOpenRedisChecks(t *testing.T) {
+	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
 	plain, _ := dbtest.Redis(t)
 	lone := plain.Options().Addr
@@ -183,6 +185,7 @@ func freeAddr(t *testing.T) string {
 // uncounted (fail open) until the Sentinel has promoted the replica, which goes on counting
 // where the primary stopped.
 func TestRedisSentinelService(t *testing.T) {
+	t.Parallel()
 	s := dbtest.NewRedisSentinel(t)
 	cfg := config.Default()
 	cfg.RedisURL = s.URL()

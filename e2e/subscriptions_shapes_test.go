@@ -18,6 +18,7 @@ import (
 // writes, each get the exact bytes of their own selection, over WebSocket and SSE, with a
 // name that JSON escapes.
 func TestPetAddedShapes(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		w := s.connect(t, s.key)

@@ -15,6 +15,7 @@ import (
 // TestShutdownClosesSubscribers: at shutdown, after the drain delay, WebSockets get 1001 and
 // SSE streams an error event then complete.
 func TestShutdownClosesSubscribers(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	w := s.connect(t, s.key)
@@ -40,6 +41,7 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 // (RegistryOptions.WriteTimeout, 10 s, for the streams' last events): it returns, every
 // subscription is let go and none is counted active, each counted once as shut down.
 func TestShutdownWithStalledSubscribers(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")

@@ -22,6 +22,7 @@ import (
 // of events left full (the Hub) or a write to it timing out (the transport); both take 10 s
 // from the same moment, so either may win.
 func TestSlowSubscriber(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	w := s.connect(t, s.key)
@@ -94,6 +95,7 @@ func TestSlowSubscriber(t *testing.T) {
 // events that fills its socket. (With pings every 200 ms it goes as dead, before its write
 // times out: gqlgen's reader waits behind the stalled write.)
 func TestLegacyNonReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
 	cfg.WSPingInterval = 200 * time.Millisecond
@@ -137,6 +139,7 @@ func TestLegacyNonReaderIsCutOff(t *testing.T) {
 // them; each connection is cut off as too slow once (three cut-offs, not four), the active
 // gauge drops to 0 and never below, and both keys open two subscriptions again at once.
 func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
