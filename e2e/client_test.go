@@ -136,6 +136,7 @@ func allPets(t *testing.T, c *client.PetStore, params client.ListPetsParams) []c
 // TestClientEndToEnd drives the real router on each store with the Go client (package
 // client, generated from the served document), every answer checked against that document.
 func TestClientEndToEnd(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		t.Run("a create whose answer is lost is retried and stored once", func(t *testing.T) {
 			var proxy *loseFirstPOSTAnswer
@@ -222,6 +223,7 @@ func TestClientEndToEnd(t *testing.T) {
 // 429 and served after waiting the Retry-After it was given: a key allowed 2 requests a
 // minute, under a limiter whose clock is shifted so that its minute ends 2.5 s into the test.
 func TestClientWaitsRetryAfter(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		var shift atomic.Int64
 		api := newTestAPIClock(t, db, func() time.Time { return time.Now().Add(time.Duration(shift.Load())) })

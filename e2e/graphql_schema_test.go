@@ -14,6 +14,7 @@ import (
 // TestGraphQLSchemaDownload fetches /v1/graphql/schema.graphql without a key and finds in it
 // exactly the types, fields and deprecations that a keyed introspection query reports.
 func TestGraphQLSchemaDownload(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	req := get("/v1/graphql/schema.graphql")
 	req.noAuth = true

@@ -49,6 +49,7 @@ type gqlPet struct {
 }
 
 func TestGraphQLOperations(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		created := api.gql(t, `mutation($in: NewPet!) { createPet(input: $in) { id name categoryId status } }`,
 			map[string]any{"in": map[string]any{"name": `Zoë "🐈" '; --`, "categoryId": "7", "status": "SOLD"}})
@@ -89,6 +90,7 @@ func TestGraphQLOperations(t *testing.T) {
 }
 
 func TestGraphQLGet(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	resp := api.do(t, get("/v1/graphql?query="+url.QueryEscape("{ pets { id } }")))
 	if resp.status != 200 || !strings.Contains(resp.body, `"pets":[]`) {
@@ -99,6 +101,7 @@ func TestGraphQLGet(t *testing.T) {
 // TestErrorParity checks that the same bad input gets the same code from REST and GraphQL,
 // and, where the two spell the input alike, the same message (the rules have one wording).
 func TestErrorParity(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		for _, tc := range []struct {
 			name        string
@@ -140,6 +143,7 @@ func TestErrorParity(t *testing.T) {
 }
 
 func TestGraphQLDeprecation(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	resp := api.gql(t, `{ __type(name: "Query") { fields(includeDeprecated: true) { name isDeprecated deprecationReason } } }`, nil)
 	want := `{"name":"pet","isDeprecated":true,"deprecationReason":"Use pets(status:). Removal on 2030-12-05."}`
@@ -149,6 +153,7 @@ func TestGraphQLDeprecation(t *testing.T) {
 }
 
 func TestGraphQLNeedsKey(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	req := post("/v1/graphql", `{"query":"{ pets { id } }"}`)
 	req.noAuth = true

@@ -52,6 +52,7 @@ func checkReplay(t *testing.T, got, first response) {
 }
 
 func TestIdempotencyReplay(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		first := api.do(t, idemPost("8e03978e-40d5-43e8-bc93-6894a57f9324", idemBody))
 		if first.status != http.StatusCreated || first.header.Get("Location") == "" {
@@ -72,6 +73,7 @@ func TestIdempotencyReplay(t *testing.T) {
 // TestIdempotencyConcurrentRetries is the issue's test: 50 concurrent retries of one request
 // with one key store exactly one animal.
 func TestIdempotencyConcurrentRetries(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		const n = 50
 		resps := make([]response, n)
@@ -114,6 +116,7 @@ func TestIdempotencyConcurrentRetries(t *testing.T) {
 }
 
 func TestIdempotencyKeyReused(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		if r := api.do(t, idemPost("reused", idemBody)); r.status != http.StatusCreated {
 			t.Fatalf("first: got %d %s; want 201", r.status, r.body)
@@ -134,6 +137,7 @@ func TestIdempotencyKeyReused(t *testing.T) {
 }
 
 func TestIdempotencyWithoutKey(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		a, b := api.do(t, idemPost("", idemBody)), api.do(t, idemPost("", idemBody))
 		for _, r := range []response{a, b} {
@@ -152,6 +156,7 @@ func TestIdempotencyWithoutKey(t *testing.T) {
 }
 
 func TestIdempotencyKeyHeader(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		for _, tt := range []struct {
 			name   string
@@ -176,6 +181,7 @@ func TestIdempotencyKeyHeader(t *testing.T) {
 }
 
 func TestIdempotencyScopedToAPIKey(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		other := api.createKey(t, auth.KeySpec{Plan: "business"})
 		mine := api.do(t, idemPost("shared", idemBody))
@@ -196,6 +202,7 @@ func TestIdempotencyScopedToAPIKey(t *testing.T) {
 }
 
 func TestIdempotencyReplaysClientErrors(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		body := `{"name":"Rex","categoryId":0}`
 		first := api.do(t, idemPost("invalid", body))

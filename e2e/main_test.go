@@ -7,6 +7,13 @@
 // API in process), process_test.go (the program as a child process), subscriptions_server_test.go
 // (a live server) and the WebSocket and SSE clients of subscriptions_client*_test.go and
 // subscriptions_raw_test.go.
+//
+// Most tests call t.Parallel: each has its own database, Redis key prefix and servers, and most
+// of their time goes in waiting (on timers, servers, a browser). Those that touch what the whole
+// process shares (slog's default logger, which app.Run in process sets; the environment;
+// OpenTelemetry's and the MySQL driver's globals) or measure it (memory, goroutines), and those
+// whose bounds the load of other tests could upset (a rate limit's minute, a drain's timing), do
+// not: they run one at a time, before the parallel ones.
 package e2e
 
 import (

@@ -18,6 +18,7 @@ var metricName = regexp.MustCompile(`\b(?:petstore|go|process)_[a-z0-9_]+\b`)
 // histogram with its _bucket, _sum and _count series), or a go_ or process_ metric, which
 // doc.go lists only by prefix, found in a real scrape of /metrics.
 func TestOpsKitMetricsExist(t *testing.T) {
+	t.Parallel()
 	documented := documentedMetrics(t)
 	api := newTestAPI(t, dbtestSQLite(t))
 	api.do(t, get("/v1/pets"))
@@ -71,6 +72,7 @@ func documentedMetrics(t *testing.T) map[string]bool {
 // TestOpsDashboard checks that the Grafana dashboard is JSON whose every panel but the rows
 // queries something, with unique ids.
 func TestOpsDashboard(t *testing.T) {
+	t.Parallel()
 	raw, err := os.ReadFile("../deploy/ops/dashboard.json")
 	if err != nil {
 		t.Fatal(err)

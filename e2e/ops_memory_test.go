@@ -40,7 +40,7 @@ func TestGCTuningAsShipped(t *testing.T) {
 			if tc.gogc != "" {
 				env = append(env, "GOGC="+tc.gogc)
 			}
-			_, base := startServe(t, append(env, "PETSTORE_DB="+dsn, "PETSTORE_ENV=development", "PETSTORE_LOG_LEVEL=error")...)
+			_, base, _ := startServe(t, append(env, "PETSTORE_DB="+dsn, "PETSTORE_ENV=development", "PETSTORE_LOG_LEVEL=error")...)
 
 			// Requests until the process has collected twice (the goal after the first
 			// collection is the first one set by the tuning) and, with GOGC unset, until the

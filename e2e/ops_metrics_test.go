@@ -12,6 +12,7 @@ import (
 // TestMetricsScrape sends a few requests through the wired service, scrapes /metrics and
 // checks the series and their labels: route templates, never raw paths, keys or addresses.
 func TestMetricsScrape(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	api.do(t, post("/v1/pets", `{"name":"Rex","categoryId":1}`))
 	api.do(t, get("/v1/pets/1"))

@@ -42,7 +42,7 @@ func TestSIGTERMUnderLoad(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill() })
-	base := readStartup(t, bufio.NewScanner(stdout))
+	base, _ := readStartup(t, bufio.NewScanner(stdout))
 	waitHealthy(t, base)
 
 	stopLoad := startLoad(base, key, 8)

@@ -14,9 +14,9 @@ import (
 // and expects the playground, whose docs explorer shows the schema (Query.pet deprecated)
 // before any key is typed: built from the public SDL, without a request that needs a key.
 func TestBrowserPlaygroundWithoutKey(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
-	base, _, _, _ := startServer(t)
-	waitHealthy(t, base)
+	base, _ := devServer(t)
 
 	tab, log := newBrowser(t)
 	ctx, cancel := context.WithTimeout(tab, stepsTimeout)
@@ -45,9 +45,9 @@ func TestBrowserPlaygroundWithoutKey(t *testing.T) {
 // over graphql-ws, the key sent in connection_init), watches a pet created over REST appear
 // in its result pane, then a second one appended after it, the first still listed.
 func TestBrowserPlaygroundSubscription(t *testing.T) {
+	t.Parallel()
 	requireChromium(t)
-	base, key, _, _ := startServer(t)
-	waitHealthy(t, base)
+	base, key := devServer(t)
 
 	tab, log := newBrowser(t)
 	ctx, cancel := context.WithTimeout(tab, stepsTimeout)

@@ -46,6 +46,7 @@ func checkSeeOther(t *testing.T, req request, resp response, want string) {
 // TestRootSendsBrowsersToReference checks / : a browser is sent to the REST reference, an API
 // client gets a 404 Error body that says where the API and its descriptions are.
 func TestRootSendsBrowsersToReference(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	for _, method := range []string{http.MethodGet, http.MethodHead} {
 		req := accepting(method, "/", browserAccept)
@@ -79,6 +80,7 @@ func TestRootSendsBrowsersToReference(t *testing.T) {
 // TestGraphQLEndpointSendsBrowsersToPlayground checks that a browser opening /v1/graphql gets
 // the playground, while GraphQL requests and API clients keep their answers.
 func TestGraphQLEndpointSendsBrowsersToPlayground(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	req := accepting(http.MethodGet, "/v1/graphql", browserAccept)
 	checkSeeOther(t, req, api.do(t, req), "/v1/playground")
@@ -105,6 +107,7 @@ func TestGraphQLEndpointSendsBrowsersToPlayground(t *testing.T) {
 // TestPageRedirectsCORS checks that the redirects of / and /v1/graphql get the CORS grant
 // that the pages they lead to get.
 func TestPageRedirectsCORS(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)

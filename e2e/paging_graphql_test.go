@@ -6,6 +6,7 @@ import (
 )
 
 func TestPagingGraphQL(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		seedPets(t, api, 250)
 		var after any
@@ -66,6 +67,7 @@ type connPage struct {
 // page's PageInfo: startCursor and endCursor the first and last edges' cursors (null on an
 // empty page), hasPreviousPage always false (forward paging), hasNextPage while pets follow.
 func TestPagingGraphQLPageInfo(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		seedPets(t, api, 5)
 		var after any

@@ -21,6 +21,7 @@ import (
 // answers 503 unavailable after the statement timeout; a page that ends short of the
 // uncommitted pet, or whose last pet comes before it, does not wait.
 func TestPageWaitsForInFlightInsert(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	cfg := config.Default()
 	cfg.DBTimeout = time.Second
@@ -68,6 +69,7 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 // does not answer past it until pet 2 arrives, and then lists it; a hole that never fills (an
 // insert rolled back) is passed after store.SettleDelay.
 func TestPageWaitsForMissingID(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	api := newTestAPI(t, db)
 	seedPets(t, api, 1) // pet 1, available
@@ -165,6 +167,7 @@ func petIDs(t *testing.T, resp response) []int64 {
 // is still open: it does not hold a server thread for innodb_lock_wait_timeout (50 s) after the
 // client left.
 func TestStuckPageFreesItsServerThread(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	cfg := config.Default()
 	cfg.DBTimeout = 500 * time.Millisecond

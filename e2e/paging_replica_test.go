@@ -18,6 +18,7 @@ import (
 // While the writers work, the holes their rollbacks leave keep most pages on the primary for a
 // second (store.SettleDelay); the last walks, once every pet is settled, are the replica's.
 func TestPagingOnReplica(t *testing.T) {
+	t.Parallel()
 	db, _ := dbtest.Replicated(t)
 	r := newPagingRace(t, db)
 	r.beforeLast = func() { dbtest.WaitSettled(t, db.Replicas, r.lastID) }
@@ -39,6 +40,7 @@ func TestPagingOnReplica(t *testing.T) {
 // apply it, and a replica that lags beyond store.MaxReplicaLag, hangs or is down is skipped
 // without a failed request.
 func TestReplicaReads(t *testing.T) {
+	t.Parallel()
 	db, pair := dbtest.Replicated(t)
 	api := newTestAPI(t, db)
 	var last int64

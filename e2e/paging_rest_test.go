@@ -17,6 +17,7 @@ var nextLink = regexp.MustCompile(`^<(/v1/pets\?[^>]+)>; rel="next"$`)
 // TestPagingREST pages through 250 animals with the Link header while more are being added:
 // every animal that existed at the start is seen exactly once, in id order.
 func TestPagingREST(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		seedPets(t, api, 250)
 		seen := map[int64]bool{}
@@ -60,6 +61,7 @@ func TestPagingREST(t *testing.T) {
 // TestPagingRESTKeepsFilters checks that the next link keeps limit and status, and that a
 // filtered walk sees exactly the pets of that status.
 func TestPagingRESTKeepsFilters(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	seedPets(t, api, 50) // statuses cycle available, pending, sold: 16 sold
 	var sold []int64
@@ -88,6 +90,7 @@ func TestPagingRESTKeepsFilters(t *testing.T) {
 }
 
 func TestBadCursors(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	for _, cursor := range []string{"", "abc", "cGV0OnYxOng", "cGV0OnYxOi0x", "%3D%3D", "cGV0OnYxOjE&after=cGV0OnYxOjE"} {
 		checkError(t, api.do(t, get("/v1/pets?after="+cursor)), http.StatusBadRequest, apierr.InvalidRequest, "after")

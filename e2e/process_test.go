@@ -105,11 +105,14 @@ func waitHealthy(t testing.TB, base string) {
 }
 
 // startServe runs this test binary as the service (serve) on a free loopback port, with env
-// (the whole environment: os.Environ() and more) and the listening address added; it is killed
-// when t ends. It returns the process and the base address, once /healthz answers.
-func startServe(t testing.TB, env ...string) (*exec.Cmd, string) {
+// (the whole environment: os.Environ() and more, or only the settings that matter) and the
+// listening address added; it is killed when t ends. It returns the process, the base address,
+// once /healthz answers, and the development key printed on a first start in development ("" when
+// none was). Being a process of its own, it leaves this one's globals (slog's default logger)
+// alone, unlike startServer.
+func startServe(t testing.TB, env ...string) (cmd *exec.Cmd, base, devKey string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve")
+	cmd = exec.Command(os.Args[0], "serve")
 	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -119,25 +122,29 @@ func startServe(t testing.TB, env ...string) (*exec.Cmd, string) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base := readStartup(t, bufio.NewScanner(stdout))
+	base, devKey = readStartup(t, bufio.NewScanner(stdout))
 	waitHealthy(t, base)
-	return cmd, base
+	return cmd, base, devKey
 }
 
-// readStartup reads the server's base address from its stdout, and drains the rest.
-func readStartup(t testing.TB, lines *bufio.Scanner) string {
+// readStartup reads the server's stdout up to the line with its base address, which it returns
+// with the development key printed before it ("" when none was), and drains the rest.
+func readStartup(t testing.TB, lines *bufio.Scanner) (base, devKey string) {
 	t.Helper()
 	for lines.Scan() {
+		if strings.HasPrefix(lines.Text(), "petstore_test_") && devKey == "" {
+			devKey = lines.Text()
+		}
 		if addr, ok := strings.CutPrefix(lines.Text(), "petstore listening on "); ok {
 			go func() {
 				for lines.Scan() {
 				}
 			}()
-			return strings.Fields(addr)[0]
+			return strings.Fields(addr)[0], devKey
 		}
 	}
 	t.Fatal("the server printed no address")
-	return ""
+	return "", ""
 }
 
 // createPet creates a pet through client and returns its id and whether the answer closed the

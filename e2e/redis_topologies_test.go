@@ -26,6 +26,7 @@ import (
 // one is known to the other, and six keys, spread over the cluster's slots, each get exactly
 // their budget across both.
 func TestRedisClusterService(t *testing.T) {
+	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
 	cfg := config.Default()
 	cfg.RedisURL = c.URL()
@@ -115,21 +116,12 @@ func admitted(t *testing.T, apis []*testAPI, key string, n int) int {
 	return ok
 }
 
-// awayFromMinuteEdge waits out the current minute when less than 10 s of it are left, so that
-// a test counting against Redis TIME stays within one minute window.
-func awayFromMinuteEdge(t *testing.T) {
-	t.Helper()
-	now := time.Now()
-	if left := now.Truncate(time.Minute).Add(time.Minute).Sub(now); left < 10*time.Second {
-		time.Sleep(left + 50*time.Millisecond)
-	}
-}
-
 // TestOpenRedisChecks checks the start-up check of PETSTORE_REDIS_URL against real servers: a
 // Redis that answers but cannot work as named stops the start with an error saying what is
 // wrong; one that does not answer stops it only under PETSTORE_RATELIMIT_FAIL_OPEN=false. No
 // error shows the password.
 func TestOpenRedisChecks(t *testing.T) {
+	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
 	plain, _ := dbtest.Redis(t)
 	lone := plain.Options().Addr
@@ -193,6 +185,7 @@ func freeAddr(t *testing.T) string {
 // uncounted (fail open) until the Sentinel has promoted the replica, which goes on counting
 // where the primary stopped.
 func TestRedisSentinelService(t *testing.T) {
+	t.Parallel()
 	s := dbtest.NewRedisSentinel(t)
 	cfg := config.Default()
 	cfg.RedisURL = s.URL()

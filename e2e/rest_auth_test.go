@@ -10,6 +10,7 @@ import (
 )
 
 func TestAuthentication(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		revoked := api.createKey(t, auth.KeySpec{Plan: "free"})
 		if err := auth.RevokeKey(t.Context(), api.db.DB, 2); err != nil {
@@ -72,6 +73,7 @@ func flip(c byte) string {
 }
 
 func TestUnauthenticatedRoutes(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	for _, path := range []string{"/healthz", "/readyz", "/v1/openapi.json"} {
 		req := get(path)

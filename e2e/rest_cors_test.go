@@ -11,6 +11,7 @@ import (
 )
 
 func TestCORS(t *testing.T) {
+	t.Parallel()
 	db := dbtestSQLite(t)
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example"}

@@ -11,6 +11,7 @@ import (
 )
 
 func TestCreateAndRead(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		names := []string{
 			`Rex`, `O'Brien "the dog"`, `Robert'); DROP TABLE pets;--`, `🐶🐱 Müsli ñ 漢字`, `back\slash`,
@@ -49,6 +50,7 @@ func TestCreateAndRead(t *testing.T) {
 }
 
 func TestCreateOptionalStatusAndLimits(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		for _, tc := range []struct{ name, body, want string }{
 			{"no status", `{"name":"A","categoryId":1}`, `{"id":1,"name":"A","categoryId":1}`},
@@ -69,6 +71,7 @@ func TestCreateOptionalStatusAndLimits(t *testing.T) {
 }
 
 func TestGetPetDeprecation(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	api.do(t, post("/v1/pets", `{"name":"Rex","categoryId":1}`))
 	for _, path := range []string{"/v1/pets/1", "/v1/pets/2", "/v1/pets/x"} {

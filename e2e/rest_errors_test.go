@@ -78,6 +78,7 @@ func badInputCases() []errorCase {
 }
 
 func TestBadInput(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		for _, tc := range badInputCases() {
 			t.Run(tc.name, func(t *testing.T) {
@@ -92,6 +93,7 @@ func TestBadInput(t *testing.T) {
 }
 
 func TestMethodNotAllowedListsAllowed(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	resp := api.do(t, request{method: http.MethodDelete, path: "/v1/pets"})
 	if got := resp.header.Get("Allow"); got != "GET, POST" {
@@ -100,6 +102,7 @@ func TestMethodNotAllowedListsAllowed(t *testing.T) {
 }
 
 func TestDatabaseFailureHidesInternals(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	api.do(t, get("/v1/pets")) // warm the key cache
 	if err := api.db.Close(); err != nil {
@@ -118,6 +121,7 @@ func TestDatabaseFailureHidesInternals(t *testing.T) {
 // TestHostileInput sends what no honest client does: each gets a 4xx Error body, nothing is
 // stored, and the service keeps serving.
 func TestHostileInput(t *testing.T) {
+	t.Parallel()
 	manyHeaders := http.Header{}
 	for i := range 150 {
 		manyHeaders.Set(fmt.Sprintf("X-Flood-%d", i), "x")
@@ -162,6 +166,7 @@ func TestHostileInput(t *testing.T) {
 // TestBodyLimitWithoutContentLength checks the 1 MiB cap on a streamed body whose length is
 // not announced, on REST and GraphQL alike.
 func TestBodyLimitWithoutContentLength(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	for _, path := range []string{"/v1/pets", "/v1/graphql"} {
 		body := `{"name":"` + strings.Repeat("a", 2<<20) + `","categoryId":1}`

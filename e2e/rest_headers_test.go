@@ -14,6 +14,7 @@ import (
 // sent in chunks, whether net/http sends the length (a body it holds whole) or the handler
 // does (a larger one).
 func TestAnswerLength(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	for i := range 40 {
 		if r := api.do(t, post("/v1/pets", fmt.Sprintf(`{"name":"pet with a longer name %d","categoryId":1}`, i))); r.status != 201 {
@@ -47,6 +48,7 @@ func TestAnswerLength(t *testing.T) {
 // TestNoSniffOnEveryAnswer: every answer carries X-Content-Type-Options: nosniff, whichever
 // part of the service writes it.
 func TestNoSniffOnEveryAnswer(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)

@@ -9,6 +9,7 @@ import (
 )
 
 func TestList(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		statuses := []string{"available", "pending", "sold"}
 		for i := range 30 {

@@ -22,6 +22,7 @@ func gqlCreate(in, extra string) string {
 // TestStrictJSON sends REST and GraphQL bodies that JSON parsers read differently: each is
 // refused with 400 and a message that says why, and nothing is stored.
 func TestStrictJSON(t *testing.T) {
+	t.Parallel()
 	const pet = `{"name":"Rex","categoryId":1}`
 	nest := strings.Repeat("[", 10001) + strings.Repeat("]", 10001)
 	for _, tc := range []struct {
@@ -58,6 +59,7 @@ func TestStrictJSON(t *testing.T) {
 // TestStrictJSONExactNames checks that a member differing from a known one by case is
 // ignored, not taken in its place or over it.
 func TestStrictJSONExactNames(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		resp := api.do(t, post("/v1/pets", `{"name":"Rex","NAME":"Max","Name":"Kit","categoryId":1,"CategoryId":2}`))
 		if resp.status != http.StatusCreated || !strings.Contains(resp.body, `"name":"Rex","categoryId":1`) {
@@ -78,6 +80,7 @@ func TestStrictJSONExactNames(t *testing.T) {
 // TestStrictJSONGet checks that the JSON parameters of a GraphQL GET are read as bodies are,
 // and that no parameter may be given twice.
 func TestStrictJSONGet(t *testing.T) {
+	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	query := "query=" + url.QueryEscape(`query($n: Int) { pets(limit: $n) { id } }`)
 	for _, tc := range []struct{ name, params, word string }{

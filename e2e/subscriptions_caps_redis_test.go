@@ -23,6 +23,7 @@ import (
 // renewals put the leases back while the key is under its cap, and cut off (4429) the
 // connections whose leases would take it past: the caps hold across both instances again.
 func TestSubscriptionCapsRedisDown(t *testing.T) {
+	t.Parallel()
 	for _, failOpen := range []bool{true, false} {
 		t.Run(map[bool]string{true: "fail open", false: "fail closed"}[failOpen], func(t *testing.T) {
 			r := dbtest.NewRedisServer(t)
@@ -139,6 +140,7 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 // does not put a's leases back: a closes its WebSocket with 4429 and ends its stream with a
 // RATE_LIMITED error event, b's streams go on, and the key holds 2 subscriptions, no more.
 func TestSubscriptionCapsRedisLosesData(t *testing.T) {
+	t.Parallel()
 	r := dbtest.NewRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })

@@ -21,6 +21,7 @@ import (
 // TestSubscriptionCaps: a free key holds at most 2 subscriptions at once, on WebSocket and
 // SSE alike; closing one frees its slot.
 func TestSubscriptionCaps(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "free")
 	w := s.connect(t, s.key)
@@ -54,6 +55,7 @@ func TestSubscriptionCaps(t *testing.T) {
 // both stores, and a three-node Redis Cluster, with keys whose sets sit on different nodes)
 // count a key's subscriptions and connections together.
 func TestSubscriptionCapsAcrossInstances(t *testing.T) {
+	t.Parallel()
 	t.Run("single", func(t *testing.T) {
 		dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 			_, prefix := dbtest.Redis(t) // its keys are deleted at the end
@@ -160,6 +162,7 @@ func concurrentOpens(t *testing.T, insts []*liveServer, key string) {
 // TestSubscriptionCapsShutdown: an instance that shuts down lets its leases go with its
 // subscribers, who may subscribe on another instance at once.
 func TestSubscriptionCapsShutdown(t *testing.T) {
+	t.Parallel()
 	_, prefix := dbtest.Redis(t)
 	cfg := config.Default()
 	cfg.RedisURL = os.Getenv("PETSTORE_TEST_REDIS")
@@ -187,6 +190,7 @@ func TestSubscriptionCapsShutdown(t *testing.T) {
 // subscriptions is killed; its leases, renewed no more, end within live.LeaseFor, and the key
 // may subscribe on the other instance again, not before.
 func TestSubscriptionCapsInstanceDies(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for a lease to end")
 	}
@@ -205,7 +209,7 @@ func TestSubscriptionCapsInstanceDies(t *testing.T) {
 	b := sharedInstances(t, db, cfg, 1)[0]
 	key := b.newKey(t, "free")
 
-	cmd, url := startServe(t, append(os.Environ(), "PETSTORE_DB="+dsn, "PETSTORE_REDIS_URL="+r.URL(),
+	cmd, url, _ := startServe(t, append(os.Environ(), "PETSTORE_DB="+dsn, "PETSTORE_REDIS_URL="+r.URL(),
 		"PETSTORE_ENV=staging", "PETSTORE_LOG_LEVEL=error")...)
 	a := &liveServer{url: url}
 	for range 2 {

@@ -22,12 +22,14 @@ import (
 // TestWebSocketRateLimit: each operation on a socket is charged; over the limit the
 // operation gets the protocol's error, before any event; SSE gets 429 with Retry-After.
 func TestWebSocketRateLimit(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
+	awayFromMinuteEdge(t)
 	w := s.connect(t, key) // the upgrade is anonymous: charged to the address
 	w.subscribe("1", "")   // 1
 	w.subscribe("2", "")   // 2
@@ -49,7 +51,9 @@ func TestWebSocketRateLimit(t *testing.T) {
 // cost bound): the key's budget drops, it gets RATE_LIMITED once over, and can be suspended;
 // a socket that sends live.MaxRefusedInRow refused operations in a row is closed with 4400.
 func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	awayFromMinuteEdge(t)
 
 	t.Run("charged, then closed", func(t *testing.T) {
 		minute := time.Now().Minute()
@@ -210,7 +214,9 @@ func (s *liveServer) remaining(t *testing.T, key string) (int, int, string) {
 // the server does not know, and so answers PERSISTED_QUERY_NOT_FOUND without parsing anything)
 // are charged to the key like any other operation, and count among the refusals in a row.
 func TestPersistedQueryHashesAreCharged(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	awayFromMinuteEdge(t)
 	_, before, _ := s.remaining(t, s.key)
 	w := s.connect(t, s.key)
 	for i := range live.MaxRefusedInRow {

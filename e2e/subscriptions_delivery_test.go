@@ -25,12 +25,13 @@ import (
 // with an Idempotency-Key once it committed, once (a replay sends nothing), in id order;
 // status filters.
 func TestPetAddedOverWebSocket(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		w := s.connect(t, s.key)
 		w.subscribe("all", "")
 		w.subscribe("sold", "(status: SOLD)")
-		time.Sleep(100 * time.Millisecond) // the subscriptions start
+		s.waitActive(t, 2)
 		var got0 []string
 		a := s.createPet(t, s.key, "Rex", "available")
 		ev := w.next("all")
@@ -76,6 +77,7 @@ func TestPetAddedOverWebSocket(t *testing.T) {
 // TestPetAddedOverSSE: the same subscription over Server-Sent Events, with the rate-limit
 // headers; a request without a key gets the JSON Error body with 401.
 func TestPetAddedOverSSE(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		ctx, cancel := context.WithCancel(context.Background())
@@ -86,7 +88,7 @@ func TestPetAddedOverSSE(t *testing.T) {
 			t.Fatalf("SSE answer: %d %v", resp.StatusCode, resp.Header)
 		}
 		events := sseEvents(resp.Body)
-		time.Sleep(100 * time.Millisecond)
+		s.waitActive(t, 1)
 		id := s.createPet(t, s.key, "Rex", "")
 		if e := recvEvent(t, events); !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) || !strings.HasPrefix(e, "next ") {
 			t.Fatalf("event %q; want pet %d", e, id)
@@ -103,6 +105,7 @@ func TestPetAddedOverSSE(t *testing.T) {
 // TestPetAddedAcrossInstances: with Redis (a single server, and a Redis Cluster), a pet
 // created on instance A reaches a subscriber on instance B at once, not at B's poll.
 func TestPetAddedAcrossInstances(t *testing.T) {
+	t.Parallel()
 	cases := map[string]func(t *testing.T) string{
 		"single": func(t *testing.T) string {
 			dbtest.Redis(t) // skips or fails when unreachable
@@ -150,6 +153,7 @@ func TestPetAddedAcrossInstances(t *testing.T) {
 // open and pets still arrive (each instance reads the database every 2 s); once it is back,
 // delivery goes on, none lost or repeated.
 func TestPetAddedRedisDown(t *testing.T) {
+	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
 	cfg := config.Default()
 	cfg.RedisURL = c.URL()
@@ -197,12 +201,13 @@ func TestPetAddedRedisDown(t *testing.T) {
 // insert took its id first, is not in the table yet when pet 3 commits and pet 4 is added
 // over REST; the subscriber gets 2, 3 and 4, in that order, once pet 2 arrives.
 func TestPetAddedWaitsForMissingID(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	s.createPet(t, s.key, "first", "") // pet 1, before the subscription
 	w := s.connect(t, s.key)
 	w.subscribe("all", "")
-	time.Sleep(100 * time.Millisecond) // the subscription starts
+	s.waitActive(t, 1)
 	insertWithID(t, db, 3, "sold")
 	s.createPet(t, s.key, "fourth", "") // pet 4, which wakes the Hub
 	time.Sleep(300 * time.Millisecond)  // time enough for events that should not come

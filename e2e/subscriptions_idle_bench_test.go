@@ -118,7 +118,7 @@ func idleCost(tb testing.TB, n int, transport string) idleCosts {
 		}
 	}
 	report := filepath.Join(tb.TempDir(), "cost")
-	cmd, base := startServe(tb, append(env, "PETSTORE_DB="+dsn, "PETSTORE_LOG_LEVEL=error", costReportEnv+"="+report)...)
+	cmd, base, _ := startServe(tb, append(env, "PETSTORE_DB="+dsn, "PETSTORE_LOG_LEVEL=error", costReportEnv+"="+report)...)
 	addr := strings.TrimPrefix(base, "http://")
 	s := &liveServer{url: base, cfg: cfg}
 	s.createPet(tb, keys[0], "warm", "") // the Hub, the pools and the caches exist before

@@ -17,6 +17,7 @@ import (
 // TestServerPings: the server pings an idle socket (graphql-transport-ws ping), so that dead
 // peers are found.
 func TestServerPings(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("waits for a ping")
 	}
@@ -36,6 +37,7 @@ func TestServerPings(t *testing.T) {
 // graphql-ws protocol, which answers nothing, gets its keep-alive (ka), never a ping it does not
 // know, stays open while its WebSocket answers ping frames, and gets its events.
 func TestKeepAlive(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
@@ -125,6 +127,7 @@ func TestKeepAlive(t *testing.T) {
 // names no subprotocol, which gqlgen serves as graphql-ws, gets that protocol's keep-alive (ka)
 // and no ping message it cannot answer, stays open and gets its events.
 func TestKeepAliveWithoutSubprotocol(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
@@ -159,6 +162,7 @@ func TestKeepAliveWithoutSubprotocol(t *testing.T) {
 // another key, one of each protocol, answering every ping, must stay open: a round of pings
 // that lasts 10 s must not make their last answer look three rounds old.
 func TestUnansweredLegacyPingsStarveKeepAlive(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")

@@ -55,6 +55,7 @@ func (s *liveServer) keyless(t testing.TB) (int, string) {
 func (s *liveServer) suspendAddress(t testing.TB) {
 	t.Helper()
 	rl := s.cfg.RateLimit
+	awayFromMinuteEdge(t)
 	for range rl.AnonymousPerMinute + rl.SuspendAfter - 1 {
 		s.keyless(t)
 	}
@@ -105,6 +106,7 @@ func (s *liveServer) open(key string, inHeader bool) (*websocket.Conn, error) {
 // that address got it suspended with requests without a key. Every socket opens: a socket is
 // charged to its key, never to the address, and the address's suspension refuses no valid key.
 func TestReconnectStormBehindOneAddress(t *testing.T) {
+	t.Parallel()
 	forEachLiveStore(t, func(t *testing.T, db *store.DB, rdb redis.UniversalClient, cfg config.Config) {
 		s := newLiveServer(t, db, rdb, cfg, "business")
 		keys := []string{s.key, s.newKey(t, "business"), s.newKey(t, "business"), s.newKey(t, "business")}
@@ -143,8 +145,10 @@ func TestReconnectStormBehindOneAddress(t *testing.T) {
 // request and its address nothing; one whose connection_init names no valid key costs the
 // address one request, as a request without a key does, and is closed with 4403.
 func TestWebSocketChargedToItsKey(t *testing.T) {
+	t.Parallel()
 	forEachLiveStore(t, func(t *testing.T, db *store.DB, rdb redis.UniversalClient, cfg config.Config) {
 		s := newLiveServer(t, db, rdb, cfg, "free")
+		awayFromMinuteEdge(t)
 		for range 3 {
 			c, err := s.open(s.key, false)
 			if err != nil {
@@ -175,6 +179,7 @@ func TestWebSocketChargedToItsKey(t *testing.T) {
 // holds before connection_init names their key (429 past it), and not the sockets whose
 // upgrade carries a valid key.
 func TestPendingSocketsPerAddress(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
 	cfg.WSPendingPerAddr = 8

@@ -19,6 +19,7 @@ import (
 
 // TestWebSocketRefusals: what a hostile or careless WebSocket client tries, and gets.
 func TestWebSocketRefusals(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
 	cfg.CORSOrigins = []string{"https://app.example", "https://*.partner.example"}
@@ -105,6 +106,7 @@ func TestWebSocketRefusals(t *testing.T) {
 // a message of the other protocol with 4400; an id may be used again once its operation
 // completed; a subscription selecting several root fields gets an error message.
 func TestWebSocketProtocolViolations(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
 	const petAdded = `subscription { petAdded { pet { name } } }`
 	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
@@ -168,6 +170,7 @@ func TestWebSocketProtocolViolations(t *testing.T) {
 // and uncharged, its pending slot given back, so that one address could hold any number of sockets
 // for free.
 func TestInitPayloadNotAnObject(t *testing.T) {
+	t.Parallel()
 	cfg := config.Default()
 	cfg.WSPendingPerAddr = 4
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "free")
@@ -191,6 +194,7 @@ func TestInitPayloadNotAnObject(t *testing.T) {
 // the operation gate, uncharged and not counted among the refusals in a row, so that a key could
 // make the server decode 64 KiB messages without end, for free.
 func TestSubscribePayloadNotOperation(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
 	payloads := []string{`[]`, `"x"`, `{"query":1}`, `{"query":"{ pets { id } }","variables":"x"}`,
 		`{"query":"{ pets { id } }","extensions":[1]}`, `{"query":"{ pets { id } }","operationName":{}}`}
@@ -216,6 +220,7 @@ func TestSubscribePayloadNotOperation(t *testing.T) {
 // complete, sent after the new one started, would free the new one's id, and a third subscribe
 // would run a second operation under the same id, which no complete could stop.
 func TestIDReusedRightAfterComplete(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
 	const petAdded = `subscription { petAdded { pet { name } } }`
 	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {

@@ -20,6 +20,7 @@ import (
 // live ones, none twice; with concurrent writers none is skipped across the switch. A
 // malformed cursor is INVALID_REQUEST.
 func TestPetAddedResume(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		var ids []int64
@@ -77,6 +78,7 @@ func TestPetAddedResume(t *testing.T) {
 // on a WebSocket, whose connection stays open. Every pet sent carries its cursor, and the key's
 // minute is spent.
 func TestPetAddedResumeCharged(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		start := insertPets(t, db, 6100)

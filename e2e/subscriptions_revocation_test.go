@@ -21,6 +21,7 @@ import (
 // TestRevokedKeyLosesSubscriptions: revoking a key closes its WebSockets with 4403 and ends
 // its SSE streams with an error event, within a few seconds.
 func TestRevokedKeyLosesSubscriptions(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	key, rec, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "pro"})
@@ -32,7 +33,7 @@ func TestRevokedKeyLosesSubscriptions(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := sseEvents(s.sseStream(t, ctx, key, "").Body)
-	time.Sleep(200 * time.Millisecond)
+	s.waitActive(t, 2)
 	if err := auth.RevokeKey(context.Background(), db.DB, rec.ID); err != nil {
 		t.Fatal(err)
 	}
@@ -55,6 +56,7 @@ func TestRevokedKeyLosesSubscriptions(t *testing.T) {
 // loses its WebSockets with 4403 within a few seconds, with the limiter in process and in
 // Redis (where the recheck asks about every key at once), among other keys with subscriptions.
 func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
+	t.Parallel()
 	for _, shared := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in process", true: "redis"}[shared], func(t *testing.T) {
 			db := dbtest.New(t, "sqlite")
@@ -104,6 +106,7 @@ func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
 // key's reading socket is closed with 4403 within 5 s, the active gauge drops to the other
 // key's one subscription within 5 s, and every stalled socket of the key ends.
 func TestRevokedKeyWithStalledSockets(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
 	cfg.WSPingInterval = 2 * time.Second // dead after 6 s: the stalled sockets answer no ping
@@ -131,10 +134,7 @@ func TestRevokedKeyWithStalledSockets(t *testing.T) {
 	writeFrame(other, `{"type":"start","id":"1","payload":{"query":"subscription { petAdded { pet { name } } }"}}`)
 	w := s.connect(t, key)
 	w.subscribe("1", "")
-	time.Sleep(300 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 21 {
-		t.Fatalf("%d subscriptions active; want 21", n)
-	}
+	s.waitActive(t, 21)
 	burstPets(t, s, db, 3000)
 	for range 3001 {
 		w.next("1")

@@ -176,6 +176,13 @@ func cutOffSlow(t *testing.T, base string) int {
 	return 0
 }
 
+// waitActive waits, at most 10 s, until n subscriptions are active on s: a subscription counted
+// active gets every pet added after.
+func (s *liveServer) waitActive(t *testing.T, n int) {
+	t.Helper()
+	within(t, 10*time.Second, fmt.Sprint(n, " subscriptions active"), func() bool { return activeSubscriptions(t, s.url) == n })
+}
+
 // freedSoon is how soon a slot let go must be free on every instance: at once, as a close removes
 // its lease; the bound allows for a loaded machine and stays well short of live.LeaseFor, after
 // which an abandoned lease would free it as well.

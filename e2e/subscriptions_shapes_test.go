@@ -18,6 +18,7 @@ import (
 // writes, each get the exact bytes of their own selection, over WebSocket and SSE, with a
 // name that JSON escapes.
 func TestPetAddedShapes(t *testing.T) {
+	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		s := newLiveServer(t, db, nil, config.Default(), "business")
 		w := s.connect(t, s.key)
@@ -40,7 +41,7 @@ func TestPetAddedShapes(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		events := sseEvents(s.sseStream(t, ctx, s.key, "").Body)
-		time.Sleep(200 * time.Millisecond) // the subscriptions start
+		s.waitActive(t, len(ops)+1)
 		const name = `<b>"Rex" & \ ü</b>`
 		const escaped = `\u003cb\u003e\"Rex\" \u0026 \\ ü\u003c/b\u003e`
 		id := s.createPet(t, s.key, name, "sold")

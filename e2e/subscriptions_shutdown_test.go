@@ -15,6 +15,7 @@ import (
 // TestShutdownClosesSubscribers: at shutdown, after the drain delay, WebSockets get 1001 and
 // SSE streams an error event then complete.
 func TestShutdownClosesSubscribers(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	w := s.connect(t, s.key)
@@ -22,7 +23,7 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	events := sseEvents(s.sseStream(t, ctx, s.key, "").Body)
-	time.Sleep(200 * time.Millisecond)
+	s.waitActive(t, 2)
 	s.svc.CloseStreams()
 	if code, _ := w.closeStatus(5 * time.Second); code != websocket.StatusGoingAway {
 		t.Fatalf("close %d; want 1001", code)
@@ -40,6 +41,7 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 // (RegistryOptions.WriteTimeout, 10 s, for the streams' last events): it returns, every
 // subscription is let go and none is counted active, each counted once as shut down.
 func TestShutdownWithStalledSubscribers(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
@@ -57,10 +59,7 @@ func TestShutdownWithStalledSubscribers(t *testing.T) {
 	}
 	defer stream.Close()
 	stallConn(stream)
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 3 {
-		t.Fatalf("%d subscriptions active; want 3", n)
-	}
+	s.waitActive(t, 3)
 	burstPets(t, s, db, 20000)
 	time.Sleep(2 * time.Second) // their buffers full, their writes blocked, not yet cut off
 	if n := cutOffSlow(t, s.url); n != 0 {

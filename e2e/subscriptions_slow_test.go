@@ -22,6 +22,7 @@ import (
 // of events left full (the Hub) or a write to it timing out (the transport); both take 10 s
 // from the same moment, so either may win.
 func TestSlowSubscriber(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	w := s.connect(t, s.key)
@@ -43,10 +44,7 @@ func TestSlowSubscriber(t *testing.T) {
 	fmt.Fprintf(stalledStream, "POST /v1/graphql HTTP/1.1\r\nHost: %s\r\nAuthorization: Bearer %s\r\n"+
 		"Content-Type: application/json\r\nAccept: text/event-stream\r\nContent-Length: %d\r\n\r\n%s",
 		addr, s.key, len(streamQuery), streamQuery)
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 3 {
-		t.Fatalf("%d subscriptions active; want the reader's and the two stalled", n)
-	}
+	s.waitActive(t, 3)  // the reader's and the two stalled
 	const burst = 40000 // some 10 MB of events: more than the socket buffers hold
 	if err := db.DB.Exec(`WITH RECURSIVE n(x) AS (SELECT 1 UNION ALL SELECT x+1 FROM n WHERE x < ?)
 		INSERT INTO pets (name, category_id, status) SELECT hex(randomblob(100)), 1, 'available' FROM n`, burst).Error; err != nil {
@@ -97,6 +95,7 @@ func TestSlowSubscriber(t *testing.T) {
 // events that fills its socket. (With pings every 200 ms it goes as dead, before its write
 // times out: gqlgen's reader waits behind the stalled write.)
 func TestLegacyNonReaderIsCutOff(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	cfg := config.Default()
 	cfg.WSPingInterval = 200 * time.Millisecond
@@ -119,10 +118,7 @@ func TestLegacyNonReaderIsCutOff(t *testing.T) {
 			time.Sleep(100 * time.Millisecond)
 		}
 	}()
-	time.Sleep(300 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 1 {
-		t.Fatalf("%d subscriptions active; want 1", n)
-	}
+	s.waitActive(t, 1)
 	burstPets(t, s, db, 3000)
 	start := time.Now()
 	for activeSubscriptions(t, s.url) != 0 {
@@ -143,6 +139,7 @@ func TestLegacyNonReaderIsCutOff(t *testing.T) {
 // them; each connection is cut off as too slow once (three cut-offs, not four), the active
 // gauge drops to 0 and never below, and both keys open two subscriptions again at once.
 func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
+	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	s := newLiveServer(t, db, nil, config.Default(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
@@ -163,10 +160,7 @@ func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
 		defer c.Close()
 		stallConn(c)
 	}
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 4 {
-		t.Fatalf("%d subscriptions active; want 4", n)
-	}
+	s.waitActive(t, 4)
 	s.sseOverCap(t, wsKey)
 	s.sseOverCap(t, sseKey)
 
@@ -191,10 +185,7 @@ func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
 	c.runs("1")
 	c.runs("2")
 	t.Logf("slots free %v after the third cut-off", time.Since(cut).Round(time.Millisecond))
-	time.Sleep(200 * time.Millisecond)
-	if n := activeSubscriptions(t, s.url); n != 4 {
-		t.Fatalf("%d subscriptions active; want the 4 opened after the cut-offs", n)
-	}
+	s.waitActive(t, 4) // the 4 opened after the cut-offs
 }
 
 // waitCutOff waits up to d for n slow cut-offs, checking meanwhile that the active gauge is

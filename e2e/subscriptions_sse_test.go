@@ -17,6 +17,7 @@ import (
 // TestStreamEndsWithItsClient: a stream served on a connection of its own ends as soon as its
 // client closes the connection, freeing its slot.
 func TestStreamEndsWithItsClient(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
 	key := s.newKey(t, "free")
 	_, _, _, first := s.sseOpen(t, key)
@@ -41,6 +42,7 @@ func TestStreamEndsWithItsClient(t *testing.T) {
 // TestStreamOverHTTP10: an HTTP/1.0 client, which knows no chunked bodies, gets its stream in
 // the request, ended by the connection's close.
 func TestStreamOverHTTP10(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
 	c, err := net.Dial("tcp", addr)
@@ -61,7 +63,7 @@ func TestStreamOverHTTP10(t *testing.T) {
 		t.Fatalf("HTTP/1.0 stream: %d %v %v; want 200, not chunked, with the rate-limit headers", resp.StatusCode, resp.TransferEncoding, resp.Header)
 	}
 	events := sseEvents(resp.Body)
-	time.Sleep(100 * time.Millisecond)
+	s.waitActive(t, 1)
 	id := s.createPet(t, s.key, "Rex", "")
 	if e := recvEvent(t, events); !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) {
 		t.Fatalf("event %q; want pet %d", e, id)
@@ -73,6 +75,7 @@ func TestStreamOverHTTP10(t *testing.T) {
 // connection is taken over) or once the stream runs, sees its stream end at once with an
 // INVALID_REQUEST error event before complete, and the stream's slot is free again.
 func TestStreamEndsAtClientInput(t *testing.T) {
+	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
 	for _, pipelined := range []bool{true, false} {
 		t.Run(map[bool]string{true: "pipelined", false: "after"}[pipelined], func(t *testing.T) {

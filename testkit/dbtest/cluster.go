@@ -1,6 +1,7 @@
 package dbtest
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -32,11 +33,11 @@ func NewRedisCluster(tb testing.TB) *RedisCluster {
 	cli := redisBinaries(tb)
 	c := &RedisCluster{}
 	for i := range 3 {
-		p := startRedis(tb, filepath.Join(tb.TempDir(), fmt.Sprint("node", i)),
+		p := startRedisConf(tb, filepath.Join(tb.TempDir(), fmt.Sprint("node", i)), "", true,
 			"--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
 			// A stopped primary is declared failed after a second: the cluster then refuses
 			// every key (cluster-require-full-coverage) until it returns.
-			"--cluster-node-timeout", "1000", "--cluster-port", strconv.Itoa(freePort(tb)))
+			"--cluster-node-timeout", "1000")
 		c.nodes = append(c.nodes, p)
 		c.Addrs = append(c.Addrs, p.addr)
 	}
@@ -133,11 +134,12 @@ func (s *RedisServer) Restart(tb testing.TB) {
 
 // redisProcess is one redis-server that a test started.
 type redisProcess struct {
-	addr string
-	dir  string
-	args []string
-	cmd  *exec.Cmd
-	log  string
+	addr   string
+	dir    string
+	args   []string
+	cmd    *exec.Cmd     // nil when stopped
+	exited chan struct{} // closed once cmd has exited
+	log    string
 }
 
 // redisBinaries returns redis-cli's path once redis-server and redis-cli are found.
@@ -157,43 +159,89 @@ func redisBinaries(tb testing.TB) string {
 // arguments, stopped when tb ends, and waits until it answers.
 func startRedis(tb testing.TB, dir string, extra ...string) *redisProcess {
 	tb.Helper()
-	return startRedisConf(tb, dir, "", extra...)
+	return startRedisConf(tb, dir, "", false, extra...)
 }
 
-// startRedisConf is startRedis with a configuration file (empty: none).
-func startRedisConf(tb testing.TB, dir, conf string, extra ...string) *redisProcess {
+// launchTries is how many free ports startRedisConf tries: another program (a test's client
+// connecting somewhere, another test's server) may take a free port before redis-server binds it.
+const launchTries = 3
+
+// startRedisConf is startRedis with a configuration file (empty: none) and, with bus, a second
+// free port for the Redis Cluster bus (--cluster-port).
+func startRedisConf(tb testing.TB, dir, conf string, bus bool, extra ...string) *redisProcess {
 	tb.Helper()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		tb.Fatal(err)
 	}
-	port := freePort(tb)
-	p := &redisProcess{
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
-		dir:  dir,
-		log:  filepath.Join(dir, "redis.log"),
-		args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
-			"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...),
+	for try := 1; ; try++ {
+		port := freePort(tb)
+		p := &redisProcess{
+			addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+			dir:  dir,
+			log:  filepath.Join(dir, "redis.log"),
+			args: append([]string{"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+				"--save", "", "--appendonly", "no", "--daemonize", "no", "--logfile", filepath.Join(dir, "redis.log")}, extra...),
+		}
+		if bus {
+			p.args = append(p.args, "--cluster-port", strconv.Itoa(freePort(tb)))
+		}
+		if conf != "" {
+			p.args = append([]string{conf}, p.args...)
+		}
+		tb.Cleanup(p.stop) // a server that starts but never answers is stopped too
+		err := p.launch()
+		if err == nil {
+			return p
+		}
+		if !errors.Is(err, errPortTaken) || try == launchTries {
+			tb.Fatal(err)
+		}
+		tb.Logf("%v; trying another port", err)
 	}
-	if conf != "" {
-		p.args = append([]string{conf}, p.args...)
-	}
-	tb.Cleanup(p.stop) // first: a server that starts but never answers is stopped too
-	p.start(tb)
-	return p
 }
 
-// start runs the server and waits until it answers.
+// errPortTaken is the error of a redis-server that exited before it answered (most often, its
+// port was taken) or whose port another server answers on.
+var errPortTaken = errors.New("redis-server could not take its port")
+
+// start runs the server again, on its port, and waits until it answers.
 func (p *redisProcess) start(tb testing.TB) {
 	tb.Helper()
-	p.cmd = exec.Command("redis-server", p.args...)
-	if err := p.cmd.Start(); err != nil {
-		tb.Fatalf("start redis-server: %v", err)
+	if err := p.launch(); err != nil {
+		tb.Fatal(err)
 	}
-	waitFor(tb, "redis-server at "+p.addr+" (log: "+p.log+")", func(ctx context.Context, c *redis.Client) bool {
+}
+
+// launch runs the server and waits until it answers; an error wrapping errPortTaken when it
+// exits first or another server answers on its port.
+func (p *redisProcess) launch() error {
+	cmd := exec.Command("redis-server", p.args...)
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start redis-server: %w", err)
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	p.cmd, p.exited = cmd, exited
+	ours := fmt.Sprintf("process_id:%d\r\n", cmd.Process.Pid)
+	another := false
+	err := poll("redis-server at "+p.addr+" (log: "+p.log+")", func(ctx context.Context, c *redis.Client) bool {
+		info, err := c.Info(ctx, "server").Result()
 		var reply redis.Error // NOAUTH: it answers, but wants a password
-		err := c.Ping(ctx).Err()
-		return err == nil || errors.As(err, &reply)
-	}, p.addr)
+		if err != nil {
+			return errors.As(err, &reply)
+		}
+		another = !strings.Contains(info, ours)
+		return true
+	}, p.addr, exited)
+	if err == nil && another {
+		p.stop()
+		err = fmt.Errorf("%w: another process answers on port %s", errPortTaken, port(p.addr))
+	}
+	if errors.Is(err, errExited) {
+		log, _ := os.ReadFile(p.log)
+		err = fmt.Errorf("%w: it exited: %s", errPortTaken, bytes.TrimSpace(log))
+	}
+	return err
 }
 
 // stop kills the server, if running, and reaps it.
@@ -202,13 +250,24 @@ func (p *redisProcess) stop() {
 		return
 	}
 	_ = p.cmd.Process.Kill()
-	_ = p.cmd.Wait()
+	<-p.exited
 	p.cmd = nil
 }
 
 // waitFor polls ok with a client of addr until it holds, for at most 20 seconds.
 func waitFor(tb testing.TB, what string, ok func(context.Context, *redis.Client) bool, addr string) {
 	tb.Helper()
+	if err := poll(what, ok, addr, nil); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// errExited is poll's error when the process it waits for exits.
+var errExited = errors.New("exited")
+
+// poll is waitFor returning its error; it gives up at once, with errExited, when exited (nil:
+// never) is closed.
+func poll(what string, ok func(context.Context, *redis.Client) bool, addr string, exited <-chan struct{}) error {
 	c := redis.NewClient(&redis.Options{Addr: addr, DialTimeout: time.Second, MaxRetries: -1})
 	defer c.Close()
 	deadline := time.Now().Add(20 * time.Second)
@@ -217,12 +276,16 @@ func waitFor(tb testing.TB, what string, ok func(context.Context, *redis.Client)
 		done := ok(ctx, c)
 		cancel()
 		if done {
-			return
+			return nil
 		}
 		if time.Now().After(deadline) {
-			tb.Fatalf("waited 20s for %s", what)
+			return fmt.Errorf("waited 20s for %s", what)
 		}
-		time.Sleep(50 * time.Millisecond)
+		select {
+		case <-exited:
+			return errExited
+		case <-time.After(50 * time.Millisecond):
+		}
 	}
 }
 

@@ -43,7 +43,7 @@ func NewRedisSentinel(tb testing.TB) *RedisSentinel {
 	if err := os.WriteFile(conf, []byte(body), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	sentinel := startRedisConf(tb, dir, conf, "--sentinel")
+	sentinel := startRedisConf(tb, dir, conf, false, "--sentinel")
 	waitFor(tb, "the Sentinel to know the replica", func(ctx context.Context, c *redis.Client) bool {
 		replicas, err := c.Do(ctx, "SENTINEL", "REPLICAS", SentinelMaster).Slice()
 		return err == nil && len(replicas) == 1
