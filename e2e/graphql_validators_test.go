@@ -13,6 +13,7 @@ import (
 // private, no-cache; If-None-Match with that tag gets 304 until the answer changes; an answer
 // with errors carries no validator.
 func TestConditionalGraphQLGet(t *testing.T) {
+	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		api.do(t, post("/v1/pets", `{"name":"Rex","categoryId":1}`))
 		const query = "{ pets(limit: 5) { id name } }"
