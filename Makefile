@@ -86,7 +86,8 @@ outage-test:
 # ports, galera-4 and rsync from Debian; a cluster per test, about 10 minutes in all): one
 # instance per node; read-your-writes across instances with and without causal reads, paging
 # while two nodes take writes, instances starting at once, a node killed under load and
-# rejoining, POSTs a second (e2e/paging_galera_test.go, e2e/ops_galera_*_test.go).
+# rejoining, POSTs a second, cached pages never stale (e2e/paging_galera_test.go,
+# e2e/ops_galera_*_test.go).
 galera-test:
 	$(GO) vet -tags galera ./e2e/
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/
@@ -125,8 +126,9 @@ playground-assets:
 reference-assets:
 	reference/update-assets.sh
 
-# Measures the service beside a plain Gin + GORM server and a net/http + database/sql one
-# (perf/bench/README.md): about 12 minutes; needs MariaDB and Redis. Not part of `make test`.
+# Measures the service, its page cache on and off, beside a tuned Gin + GORM server and a
+# net/http + database/sql one (perf/bench/README.md): about 17 minutes; needs MariaDB and
+# Redis. Not part of `make test`.
 bench:
 	cd perf && $(GO) run ./bench/cmd $(BENCHFLAGS)
 

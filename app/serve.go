@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"petstore/config"
-	"petstore/idempotency"
 	"petstore/store"
 	"petstore/tracing"
 )
@@ -59,17 +58,9 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
-	stopPurge := purge(ctx, svc.records)
-	defer stopPurge() // before db.Close
+	stop := svc.Background(ctx)
+	defer stop() // before db.Close and rdb.Close
 	return listen(ctx, cfg, lns, svc, stdout)
-}
-
-// purge removes expired Idempotency-Key records until the function it returns is called.
-func purge(ctx context.Context, records *idempotency.Records) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() { defer close(done); records.RunPurger(ctx, idempotency.DefaultPurgeEvery) }()
-	return func() { cancel(); <-done }
 }
 
 // listen serves svc on lns.api, and the debug and metrics endpoints on theirs when cfg names

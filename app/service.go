@@ -6,7 +6,9 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"net/http"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/redis/go-redis/v9"
@@ -36,6 +38,10 @@ type Service struct {
 	Deps    rest.Deps
 	records *idempotency.Records
 	drain   *drainer
+	cfg     config.Config
+	rdb     redis.UniversalClient // nil: this instance alone
+	pages   *pets.PageCache       // nil: off
+	name    string                // random: tells this instance's messages on rdb from the others'
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -59,7 +65,12 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		return nil, err
 	}
 	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
-	petStore := pets.New(db, cfg.DBTimeout)
+	instance := rand.Text()
+	pages, err := newPageCache(cfg, rdb, instance, metrics)
+	if err != nil {
+		return nil, err
+	}
+	petStore := pets.New(db, cfg.DBTimeout, pages)
 	subs, err := newLive(cfg, db, rdb, petStore, authn, limiter, metrics)
 	if err != nil {
 		return nil, err
@@ -77,7 +88,24 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		Deps:    deps,
 		records: records,
 		drain:   drain,
+		cfg:     cfg,
+		rdb:     rdb,
+		pages:   pages,
+		name:    instance,
 	}, nil
+}
+
+// Background runs what the service does beside answering requests, until the function it
+// returns is called: it removes expired Idempotency-Key records, and hears of the late pets
+// of other instances (listenLate).
+func (s *Service) Background(ctx context.Context) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	var done sync.WaitGroup
+	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
+	if s.pages != nil && s.rdb != nil {
+		done.Go(func() { listenLate(ctx, s.cfg, s.rdb, s.name, s.pages) })
+	}
+	return func() { cancel(); done.Wait() }
 }
 
 // newMetrics returns the service's Prometheus metrics, db's connection pool among them.
@@ -169,5 +197,6 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Upgrade:    p.subs.reg.Upgrade(origins, p.limiter.ClientAddr, p.gql),
 		Keyless:    live.KeylessUpgrade(origins),
 		Stream:     p.subs.reg.Stream(p.gql),
+		Immutable:  cfg.PageCacheBytes != 0,
 	}, nil
 }

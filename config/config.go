@@ -53,6 +53,7 @@ type Config struct {
 	IdempotencyTTL   time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
 	APQTTL           time.Duration // how long a persisted GraphQL query stays in Redis after its last use
 	DevKeyPlan       string        // development: the plan of the key made on the first start
+	PageCacheBytes   int           // most bytes of settled pages kept in memory (pets.PageCache); 0: off
 	GraphQL          graph.Options
 	RateLimit        ratelimit.Config
 	Tracing          bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
@@ -62,6 +63,10 @@ type Config struct {
 // every second or two has marked the instance down well within it. Development has none, so
 // that Ctrl-C stops `make run` at once.
 const DefaultDrainDelay = 5 * time.Second
+
+// DefaultPageCacheBytes is the default bound of the page cache: some 25,000 pets, in pages
+// of any size, within the memory the service is measured in.
+const DefaultPageCacheBytes = 2 << 20
 
 // Default returns the settings used where neither a variable nor a flag says otherwise.
 func Default() Config {
@@ -85,6 +90,7 @@ func Default() Config {
 		IdempotencyTTL:   24 * time.Hour,
 		APQTTL:           24 * time.Hour,
 		DevKeyPlan:       auth.Pro.Name, // a working day of playground and scripts, and still a plan with limits
+		PageCacheBytes:   DefaultPageCacheBytes,
 		GraphQL:          graph.DefaultOptions(),
 		RateLimit:        ratelimit.DefaultConfig(),
 	}

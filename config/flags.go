@@ -1,7 +1,9 @@
 package config
 
 import (
+	"errors"
 	"flag"
+	"strconv"
 	"strings"
 )
 
@@ -81,6 +83,7 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 	fs.IntVar(&c.WSPendingPerAddr, "ws-pending-per-addr", c.WSPendingPerAddr, "most WebSockets one client address (an IPv6 /64) may hold before their connection_init names a key; size it for the browser tabs behind your clients' largest NAT")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
 	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
+	fs.Var((*byteSize)(&c.PageCacheBytes), "page-cache", "most memory the pages of settled pets kept in process may take (e.g. 2MiB, 512KiB), or off: every page read from the database and every answer to be revalidated. Needs off when anything but this service writes the pets table")
 	listVar(fs, &c.TrustedProxies, "trusted-proxies", "comma-separated proxy addresses or CIDRs whose X-Forwarded-For is believed")
 	listVar(fs, &c.CORSOrigins, "cors-origins", `comma-separated browser origins allowed to call the API ("*": any)`)
 }
@@ -101,6 +104,47 @@ func (c *Config) limitFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&rl.SuspendMax, "suspend-max", rl.SuspendMax, "longest suspension")
 	fs.BoolVar(&rl.FailOpen, "ratelimit-fail-open", rl.FailOpen, "when Redis fails: admit requests uncounted (true) or answer 503 (false)")
 }
+
+// byteSize is a number of bytes written with a unit (8MiB, 512KiB, 1GiB), or off (0).
+type byteSize int
+
+// String returns the size as Set reads it.
+func (b *byteSize) String() string {
+	switch n := int(*b); {
+	case n == 0:
+		return "off"
+	case n%(1<<20) == 0:
+		return strconv.Itoa(n>>20) + "MiB"
+	case n%(1<<10) == 0:
+		return strconv.Itoa(n>>10) + "KiB"
+	default:
+		return strconv.Itoa(n)
+	}
+}
+
+// Set reads off, or a whole number of KiB, MiB or GiB.
+func (b *byteSize) Set(v string) error {
+	if v == "off" {
+		*b = 0
+		return nil
+	}
+	for _, u := range []struct {
+		suffix string
+		shift  uint
+	}{{"KiB", 10}, {"MiB", 20}, {"GiB", 30}} {
+		if digits, ok := strings.CutSuffix(v, u.suffix); ok {
+			n, err := strconv.Atoi(digits)
+			if err == nil && n > 0 && n <= 1<<(40-u.shift) {
+				*b = byteSize(n << u.shift)
+				return nil
+			}
+		}
+	}
+	return errors.New("not off or a size up to 1TiB (e.g. 8MiB, 512KiB)")
+}
+
+// Get returns the size, for the flag package.
+func (b *byteSize) Get() any { return *b }
 
 // listVar defines a flag holding a comma-separated list.
 func listVar(fs *flag.FlagSet, list *[]string, name, usage string) {

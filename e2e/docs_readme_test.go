@@ -43,6 +43,7 @@ import (
 // nothing skips. bash and curl missing skip the test, and fail it there and where services are
 // required.
 func TestReadme(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			if dbtest.Required() || readmeOnline() {

@@ -227,3 +227,10 @@ func TestGaleraPostsPerSecond(t *testing.T) {
 	t.Logf("POSTs a second, 12 writers: one MariaDB %.0f; one Galera node %.0f; three Galera nodes %.0f",
 		rate([]*testAPI{one}), rate(apis[:1]), rate(apis))
 }
+
+// TestGaleraCachedPages: three instances, one per node, their page caches on as shipped: after
+// each 201 through one, every page through each other lists every pet answered.
+func TestGaleraCachedPages(t *testing.T) {
+	apis, _ := galeraInstances(t, "")
+	checkCachedWalks(t, apis, 30)
+}

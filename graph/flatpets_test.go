@@ -25,7 +25,7 @@ func TestFlatPetsMatchGeneric(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	h := graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout), graph.ResolverOptions{}), graph.Options{})
+	h := graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout, nil), graph.ResolverOptions{}), graph.Options{})
 	selections := []struct {
 		sel, fragments string
 		vars           map[string]any
@@ -75,7 +75,7 @@ func TestFlatPetsFallBack(t *testing.T) {
 	if err := db.Create(&models.Pet{Name: "Rex", CategoryID: 1}).Error; err != nil {
 		t.Fatal(err)
 	}
-	s := &server{h: graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout), graph.ResolverOptions{}), graph.Options{})}
+	s := &server{h: graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout, nil), graph.ResolverOptions{}), graph.Options{})}
 	a := s.do(t, post(`{ pets { id ... on Query { __typename } } }`, acceptJSON))
 	if a.status != http.StatusOK || a.code() != "INVALID_REQUEST" {
 		t.Errorf("a fragment on the wrong type: got %d %s; want a validation error", a.status, a.body)

@@ -37,7 +37,7 @@ func newServer(t testing.TB, opts graph.Options) *server {
 	s := &server{statements: new(atomic.Int64)}
 	pool := &countingPool{ConnPool: db.Statement.ConnPool, n: s.statements}
 	db.ConnPool, db.Statement.ConnPool = pool, pool
-	s.h = graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout), graph.ResolverOptions{}), opts)
+	s.h = graph.NewHandler(graph.NewResolver(pets.New(db, store.DefaultTimeout, nil), graph.ResolverOptions{}), opts)
 	return s
 }
 

@@ -27,8 +27,9 @@ type PetPager interface {
 }
 
 // listPets answers GET /v1/pets (listPets): a plain JSON array, with a Link header to the
-// next page while more pets follow.
-func listPets(p PetPager) gin.HandlerFunc {
+// next page while more pets follow, and its validators (writeValidated): such a full page is
+// immutable when immutable is true, while the last page must be revalidated.
+func listPets(p PetPager, immutable bool) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		lq, err := listParams(c.Request.URL.RawQuery)
 		if err != nil {
@@ -40,10 +41,15 @@ func listPets(p PetPager) gin.HandlerFunc {
 			writeError(c, err)
 			return
 		}
+		var link []string
+		cc := cacheRevalidate
 		if next != "" {
-			c.Writer.Header()["Link"] = lq.nextLink(next)
+			link = lq.nextLink(next)
+			if immutable {
+				cc = cacheImmutable
+			}
 		}
-		writeJSON(c, http.StatusOK, models.AppendPetsJSON(nil, pets))
+		writeValidated(c, models.AppendPetsJSON(nil, pets), link, cc)
 	}
 }
 
@@ -65,8 +71,13 @@ func createPet(m graph.MutationResolver) gin.HandlerFunc {
 	}
 }
 
-// getPet answers GET /v1/pets/{petId} (getPet, deprecated).
-func getPet(q graph.QueryResolver) gin.HandlerFunc {
+// getPet answers GET /v1/pets/{petId} (getPet, deprecated), with its validators
+// (writeValidated): immutable when immutable is true.
+func getPet(q graph.QueryResolver, immutable bool) gin.HandlerFunc {
+	cc := cacheRevalidate
+	if immutable {
+		cc = cacheImmutable
+	}
 	return func(c *gin.Context) {
 		id, err := models.ParseID("petId", c.Param("petId"))
 		if err != nil {
@@ -78,7 +89,7 @@ func getPet(q graph.QueryResolver) gin.HandlerFunc {
 			writeError(c, err)
 			return
 		}
-		writeJSON(c, http.StatusOK, pet.AppendJSON(nil))
+		writeValidated(c, pet.AppendJSON(nil), nil, cc)
 	}
 }
 

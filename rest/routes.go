@@ -40,6 +40,7 @@ type Deps struct {
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
 	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (live.KeylessUpgrade); nil for none
 	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
+	Immutable  bool                        // nothing but the API writes the pets (PETSTORE_PAGE_CACHE on): full pages and single pets are sent as immutable
 }
 
 // Limiter is the rate limiter as the router places it (ratelimit.Limiter).
@@ -111,14 +112,14 @@ func NewRouter(d Deps) *gin.Engine {
 	chain := slices.Concat(ident, []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
-	api.GET("/pets", listPets(d.Resolver))
+	api.GET("/pets", listPets(d.Resolver, d.Immutable))
 	create := []gin.HandlerFunc{createPet(m)}
 	if d.Idempotent != nil {
 		create = slices.Insert(create, 0, d.Idempotent)
 	}
 	api.POST("/pets", create...)
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
-	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q)})...)
+	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
 	api.GET("/store/orders", listOrders)
 	// A WebSocket upgrade is identified and charged, but its key may come in connection_init:
 	// one without a key is charged there, to the key.

@@ -58,7 +58,8 @@ func (t specTransport) Supports(r *http.Request) bool {
 	return transport.POST{}.Supports(r)
 }
 
-// Do answers r.
+// Do answers r. A GET's answer is held until complete, so that a successful one carries its
+// ETag, and a matching If-None-Match gets 304 (heldAnswer).
 func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
 	media := negotiate(strings.Join(r.Header.Values("Accept"), ","))
 	if h := w.Header(); len(h["Vary"]) == 0 {
@@ -66,19 +67,21 @@ func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 	} else {
 		h.Add("Vary", "Accept")
 	}
-	x := &exchange{writer: specWriter{ResponseWriter: w, media: media}}
-	sw := &x.writer
-	x.exec = specExecutor{GraphExecutor: exec, w: sw}
 	if t.method == http.MethodPost {
-		doPost(sw, r, &x.exec)
+		x := &exchange{writer: specWriter{ResponseWriter: w, media: media}}
+		x.exec = specExecutor{GraphExecutor: exec, w: &x.writer}
+		doPost(&x.writer, r, &x.exec)
 		return
 	}
 	if apiErr := checkGetParams(r.URL.Query()); apiErr != nil {
 		writeRequestError(w, media, apiErr)
 		return
 	}
-	x.exec.queriesOnly = true
-	t.get[media].Do(sw, r, &x.exec)
+	held := &heldAnswer{ResponseWriter: w}
+	x := &exchange{writer: specWriter{ResponseWriter: held, media: media}}
+	x.exec = specExecutor{GraphExecutor: exec, w: &x.writer, queriesOnly: true}
+	t.get[media].Do(&x.writer, r, &x.exec)
+	held.send(r)
 }
 
 // exchange is the writer and executor of one request, allocated together.

@@ -14,7 +14,7 @@ import (
 // context already done is an error like any other.
 func TestLastIDWhenTheClientIsGone(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := pets.New(db, store.DefaultTimeout)
+		s := pets.New(db, store.DefaultTimeout, nil)
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		id, err := s.LastID(ctx)

@@ -15,10 +15,33 @@ import (
 // whether more follow: the listing behind GET /v1/pets and the GraphQL lists. It reads with
 // one query, one row more than asked: on a replica when it certainly has the page
 // (listOnReplica), else on the primary, settled (settledPageOn); inside a transaction, in it.
-// The caller hands out the cursor of the page's last pet.
+// The caller hands out the cursor of the page's last pet. A page that another follows comes
+// from the page cache when it is there, and goes into it otherwise (PageCache): the caller
+// must not change the pets of any page.
 func (s *Store) Page(ctx context.Context, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error) {
 	pool, inTx := store.TxConnPool(ctx, s.db)
-	if !inTx { // a transaction's reads run in it
+	if inTx || s.pages == nil { // a transaction's reads run in it
+		return s.read(ctx, pool, inTx, afterID, n, status)
+	}
+	key := pageKey{after: afterID, n: n}
+	if status != nil {
+		key.status = *status
+	}
+	if pets, ok := s.pages.get(key); ok {
+		return pets, true, nil
+	}
+	mark := s.pages.mark()
+	pets, more, err := s.read(ctx, pool, false, afterID, n, status)
+	if err == nil && more { // full and settled
+		s.pages.put(key, pets, mark)
+	}
+	return pets, more, err
+}
+
+// read reads the page of Page: outside a transaction on a replica when it certainly has the
+// page, else on pool, settled.
+func (s *Store) read(ctx context.Context, pool gorm.ConnPool, inTx bool, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error) {
+	if !inTx {
 		if pets, more, ok := s.listOnReplica(ctx, n, afterID, status); ok {
 			return pets, more, nil
 		}

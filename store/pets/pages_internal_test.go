@@ -42,7 +42,7 @@ func TestStuckHoleGivesUpOnTheServer(t *testing.T) {
 	if err := db.Exec(insert).Error; err != nil { // pet 3
 		t.Fatal(err)
 	}
-	r := New(db, 200*time.Millisecond)
+	r := New(db, 200*time.Millisecond, nil)
 	start := time.Now()
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second) // far beyond the bound
 	defer cancel()

@@ -25,15 +25,17 @@ type Store struct {
 	listSQL    listStatements
 	replicaSQL listStatements
 	settle     *store.Settler // on MySQL (db.Settler), else nil
+	pages      *PageCache     // nil: every page is read
 }
 
 // New returns the Store of db, whose statements each take at most timeout, and whose reads go
-// to its replicas when one is fresh enough. On a Galera cluster (db.Galera) each insert and
-// each page waits until its node has applied the cluster's earlier commits.
-func New(db *store.DB, timeout time.Duration) *Store {
+// to its replicas when one is fresh enough, its full settled pages kept in pages when it is not
+// nil. On a Galera cluster (db.Galera) each insert and each page waits until its node has
+// applied the cluster's earlier commits.
+func New(db *store.DB, timeout time.Duration, pages *PageCache) *Store {
 	s := &Store{db: db.DB, replicas: db.Replicas, timeout: timeout, insertSQL: createPetSQL,
 		listSQL: newListStatements(db.Dialect, timeout), replicaSQL: replicaListStatements(timeout),
-		settle: db.Settler}
+		settle: db.Settler, pages: pages}
 	if db.Galera {
 		s.insertSQL = galeraCreatePetSQL
 		s.listSQL = galeraListStatements(timeout)
@@ -58,9 +60,10 @@ const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT IN
 // Outside a transaction the INSERT runs again while the server rolls it back (store.Retry),
 // all attempts within the statement timeout; inside one the transaction's owner runs it all
 // again (store.Transact). A connection lost under the INSERT is UNAVAILABLE saying that the
-// pet may exist (store.WriteError).
+// pet may exist (store.WriteError). Once the pet committed, a write slow enough to make it
+// late is told to the page cache (PageCache.committed).
 func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
-	pet := input.Pet()
+	pet, start := input.Pet(), time.Now()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	insert := func(ctx context.Context) error {
@@ -78,6 +81,9 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 	}
 	if err != nil {
 		return nil, store.WriteError(err)
+	}
+	if s.pages != nil && s.settle != nil { // on SQLite every write commits in id order
+		store.OnCommit(ctx, func() { s.pages.committed(pet.ID, start) })
 	}
 	return &pet, nil
 }

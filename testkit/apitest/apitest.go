@@ -62,7 +62,7 @@ func NewValidator(tb testing.TB, doc []byte) *Validator {
 // Check validates one exchange: req (path like /v1/pets?limit=5, method) and the recorded
 // response (status, headers, body). It fails tb with a clear message when the route is
 // documented but the response does not match (undeclared status, body not matching the schema,
-// missing required header, wrong content type). Routes the document does not describe (e.g.
+// missing required header, wrong content type; a 304 with a body). Routes the document does not describe (e.g.
 // /v1/graphql, unknown paths, /v1/pets/ with its trailing slash, undocumented methods) are
 // skipped and Check returns false; documented ones return true. HEAD requests are never checked.
 func (v *Validator) Check(tb testing.TB, req *http.Request, status int, header http.Header, body []byte) bool {
@@ -99,7 +99,30 @@ func (v *Validator) Check(tb testing.TB, req *http.Request, status int, header h
 			slices.Sorted(maps.Keys(route.Operation.Responses.Map())), header, quote(body))
 	}
 	checkErrorStatus(tb, req, status, body)
+	if status == http.StatusNotModified {
+		checkNotModified(tb, req, route, header, body)
+	}
 	return true
+}
+
+// checkNotModified checks a 304, which kin-openapi leaves unchecked: the operation declares it,
+// every header it declares required is present, and there is no body.
+func checkNotModified(tb testing.TB, req *http.Request, route *routers.Route, header http.Header, body []byte) {
+	tb.Helper()
+	resp := route.Operation.Responses.Status(http.StatusNotModified)
+	if resp == nil || resp.Value == nil {
+		tb.Errorf("apitest: %s %s (%s) answered 304, which the OpenAPI document does not declare",
+			req.Method, req.URL.RequestURI(), route.Operation.OperationID)
+		return
+	}
+	for name, h := range resp.Value.Headers {
+		if h.Value != nil && h.Value.Required && header.Get(name) == "" {
+			tb.Errorf("apitest: %s %s answered 304 without its required header %s", req.Method, req.URL.RequestURI(), name)
+		}
+	}
+	if len(body) > 0 {
+		tb.Errorf("apitest: %s %s answered 304 with a body: %s", req.Method, req.URL.RequestURI(), quote(body))
+	}
 }
 
 // checkErrorStatus fails tb when an error body's status differs from the HTTP status: the

@@ -72,9 +72,18 @@ func headers(kv ...string) http.Header {
 	return h
 }
 
-// deprecated returns the headers of a getPet answer, plus kv pairs as in headers.
-func deprecated(kv ...string) http.Header {
+// read returns the headers of a listPets 200 or 304, plus kv pairs as in headers.
+func read(kv ...string) http.Header {
 	return headers(append([]string{
+		"ETag", `"3f2a9c4e8b1d7a60"`,
+		"Cache-Control", "private, no-cache",
+	}, kv...)...)
+}
+
+// deprecated returns the headers of a getPet 200 or 304, plus kv pairs as in headers.
+func deprecated(kv ...string) http.Header {
+	return read(append([]string{
+		"Cache-Control", "private, max-age=31536000, immutable",
 		"Deprecation", "@1767225600",
 		"Sunset", "Thu, 05 Dec 2030 00:00:00 GMT",
 		"Link", `</v1/pets>; rel="successor-version"`,
@@ -120,9 +129,11 @@ func run(t *testing.T, v *apitest.Validator, tests []exchange) {
 func TestCheckPassesGoodResponses(t *testing.T) {
 	v := newValidator(t)
 	run(t, v, []exchange{
-		{"list", "GET", "/v1/pets?limit=5", 200, headers(), "[" + petJSON + `,{"id":8,"name":"Mia","categoryId":1}]`, true, ""},
-		{"empty list", "GET", "/v1/pets", 200, headers(), "[]", true, ""},
-		{"absolute URL", "GET", "http://127.0.0.1:8080/v1/pets?status=sold", 200, headers(), "[]", true, ""},
+		{"list", "GET", "/v1/pets?limit=5", 200, read(), "[" + petJSON + `,{"id":8,"name":"Mia","categoryId":1}]`, true, ""},
+		{"empty list", "GET", "/v1/pets", 200, read(), "[]", true, ""},
+		{"absolute URL", "GET", "http://127.0.0.1:8080/v1/pets?status=sold", 200, read(), "[]", true, ""},
+		{"list not modified", "GET", "/v1/pets", 304, read("Content-Type", "", "Cache-Control", "private, max-age=31536000, immutable"), "", true, ""},
+		{"get not modified", "GET", "/v1/pets/7", 304, deprecated("Content-Type", ""), "", true, ""},
 		{"bad limit", "GET", "/v1/pets?limit=500", 400, headers(), errorJSON, true, ""},
 		{"create", "POST", "/v1/pets", 201, headers(), petJSON, true, ""},
 		{"replay", "POST", "/v1/pets", 201, headers("Idempotent-Replayed", "true"), petJSON, true, ""},
@@ -141,8 +152,13 @@ func TestCheckPassesGoodResponses(t *testing.T) {
 func TestCheckFailsBadResponses(t *testing.T) {
 	v := newValidator(t)
 	run(t, v, []exchange{
-		{"list is an object", "GET", "/v1/pets", 200, headers(), `{"pets":[]}`, true, "doesn't match schema"},
-		{"no rate-limit headers", "GET", "/v1/pets", 200, http.Header{"Content-Type": {"application/json"}}, "[]", true, "RateLimit"},
+		{"list is an object", "GET", "/v1/pets", 200, read(), `{"pets":[]}`, true, "doesn't match schema"},
+		{"list without ETag", "GET", "/v1/pets", 200, read("ETag", ""), "[]", true, "ETag"},
+		{"304 without ETag", "GET", "/v1/pets", 304, read("Content-Type", "", "ETag", ""), "", true, "ETag"},
+		{"Cache-Control public", "GET", "/v1/pets/7", 200, deprecated("Cache-Control", "public, max-age=60"), petJSON, true, "Cache-Control"},
+		{"no rate-limit headers", "GET", "/v1/pets", 200, http.Header{"Content-Type": {"application/json"}, "Etag": {`"x"`}, "Cache-Control": {"private, no-cache"}}, "[]", true, "RateLimit"},
+		{"304 with a body", "GET", "/v1/pets", 304, read("Content-Type", ""), "[]", true, "with a body"},
+		{"304 undeclared", "GET", "/v1/store/orders", 304, read("Content-Type", ""), "", true, "does not declare"},
 		{"undeclared status", "GET", "/v1/pets", 418, headers(), errorJSON, true, "status is not supported"},
 		{"404 on listPets", "GET", "/v1/pets", 404, headers(), errorJSON, true, "status is not supported"},
 		{"pet without id", "GET", "/v1/pets/7", 200, deprecated(), `{"name":"Rex","categoryId":3}`, true, `"id"`},
@@ -154,8 +170,8 @@ func TestCheckFailsBadResponses(t *testing.T) {
 		{"Retry-After zero", "GET", "/v1/pets", 429, headers("Retry-After", "0"), `{"code":"rate_limited","message":"m","status":429}`, true, "Retry-After"},
 		{"getPet without Sunset", "GET", "/v1/pets/7", 200, deprecated("Sunset", ""), petJSON, true, "Sunset"},
 		{"getPet without Deprecation", "GET", "/v1/pets/7", 200, deprecated("Deprecation", ""), petJSON, true, "Deprecation"},
-		{"rate-limit header not an integer", "GET", "/v1/pets", 200, headers("X-RateLimit-Remaining", "many"), "[]", true, "X-RateLimit-Remaining"},
-		{"text content type", "GET", "/v1/pets", 200, headers("Content-Type", "text/plain"), "[]", true, "text/plain"},
+		{"rate-limit header not an integer", "GET", "/v1/pets", 200, read("X-RateLimit-Remaining", "many"), "[]", true, "X-RateLimit-Remaining"},
+		{"text content type", "GET", "/v1/pets", 200, read("Content-Type", "text/plain"), "[]", true, "text/plain"},
 		{"no content type", "GET", "/v1/store/orders", 501, headers("Content-Type", ""), `{"code":"not_implemented","message":"m","status":501}`, true, "Content-Type"},
 		{"unknown error code", "GET", "/v1/store/orders", 501, headers(), `{"code":"nope","message":"m","status":501}`, true, "code"},
 		{"error status differs", "GET", "/v1/pets/7", 404, headers(), errorJSON, true, "whose status is 400"},

@@ -1,8 +1,9 @@
 // Command cmd is `make bench`: it builds the service and the two comparison servers (direct:
 // Gin + GORM; raw: net/http + database/sql), seeds fresh databases, starts every server on
-// loopback against the same data, drives them with the same workloads in interleaved rounds
-// (A B C A B C), and prints one table of requests/s, p50, p99 and the server's CPU time per
-// request (medians across rounds) with the ratios of issues 6 and 15 and their targets.
+// loopback against the same data (the service twice: page cache on, as shipped, and off),
+// drives them with the same workloads in interleaved rounds (A B C D A B C D), and prints one
+// table of requests/s, p50, p99 and the CPU time per request of the server and of the driver
+// (medians across rounds) with the ratios of issues 6, 15 and 29 and their targets.
 //
 //	go run ./bench/cmd                 # the full bench: 3 rounds of 10 s per workload and server
 //	go run ./bench/cmd -smoke          # CI: 1 round of 2 s, 1,000 rows; only errors fail it

@@ -17,8 +17,8 @@ import (
 // grows the table the others read.
 const (
 	rowListRedis  = "list-redis"
-	rowGraphQL    = "graphql"
 	rowList       = "list"
+	rowGraphQL    = "graphql"
 	rowListSold   = "list-sold"
 	rowGet        = "get"
 	rowListSQLite = "list-sqlite"
@@ -30,7 +30,7 @@ const (
 
 // rowIDs lists the values -only accepts.
 func rowIDs() []string {
-	return []string{rowListRedis, rowGraphQL, rowList, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
+	return []string{rowListRedis, rowList, rowGraphQL, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
 }
 
 // row is one line of the table: a workload on one database, run against some servers in turn.
@@ -38,7 +38,7 @@ type row struct {
 	id       string
 	label    string
 	workload string
-	servers  []*server // in the order of each round: A B C
+	servers  []*server // in the order of each round: A B C D
 	path     string    // the page of a paging row
 }
 
@@ -124,13 +124,15 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	trio, err := b.startTrio(ctx, "mysql", &data)
+	all, err := b.startColumns(ctx, "mysql", &data, columns...)
 	if err != nil {
 		return err
 	}
-	b.rss = trio[0]
-	// Each ratio's two cells run close together: the Redis limiter, then GraphQL, then the REST
-	// list on the same service they are compared with.
+	svc, svcOff, direct, raw := all[0], all[1], all[2], all[3]
+	b.rss = svc
+	// The cells of a ratio run close together: the Redis limiter just before the REST list on
+	// the same service, GraphQL just after raw's REST list. The cache-off service runs the rows
+	// that read pages; a single pet and POST read none.
 	if b.wants(rowListRedis) {
 		if err := pingRedis(ctx, b.cfg.redis); err != nil {
 			return err
@@ -141,11 +143,11 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 		}
 		b.add(rowListRedis, "REST list=20, Redis limiter · MySQL", loadgen.List, s)
 	}
-	b.add(rowGraphQL, "GraphQL pets(limit:20) · MySQL", loadgen.GraphQL, trio[0])
-	b.add(rowList, "REST GET /v1/pets?limit=20 · MySQL", loadgen.List, trio...)
-	b.add(rowListSold, "REST ?status=sold&limit=100 · MySQL", loadgen.ListSold, trio...)
-	b.add(rowGet, "REST GET /v1/pets/{id} · MySQL", loadgen.Get, trio...)
-	b.add(rowPost, "REST POST /v1/pets · MySQL", loadgen.Post, trio...)
+	b.add(rowList, "REST GET /v1/pets?limit=20 · MySQL", loadgen.List, all...)
+	b.add(rowGraphQL, "GraphQL pets(limit:20) · MySQL", loadgen.GraphQL, svc, svcOff)
+	b.add(rowListSold, "REST ?status=sold&limit=100 · MySQL", loadgen.ListSold, all...)
+	b.add(rowGet, "REST GET /v1/pets/{id} · MySQL", loadgen.Get, svc, direct, raw)
+	b.add(rowPost, "REST POST /v1/pets · MySQL", loadgen.Post, svc, direct, raw)
 	return nil
 }
 
@@ -160,11 +162,11 @@ func (b *bench) layOutSQLite(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	trio, err := b.startTrio(ctx, "sqlite", &data)
+	all, err := b.startColumns(ctx, "sqlite", &data, columns...)
 	if err != nil {
 		return err
 	}
-	b.add(rowListSQLite, "REST GET /v1/pets?limit=20 · SQLite", loadgen.List, trio...)
+	b.add(rowListSQLite, "REST GET /v1/pets?limit=20 · SQLite", loadgen.List, all...)
 	return nil
 }
 
@@ -182,36 +184,36 @@ func (b *bench) layOutPages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	s, err := b.start(ctx, "service/mysql-pages", colService, &data, nil)
+	both, err := b.startColumns(ctx, "mysql-pages", &data, colService, colCacheOff)
 	if err != nil {
 		return err
 	}
-	p := loadgen.Params{Host: s.addr, Key: data.key}
-	far, err := loadgen.FindPage(ctx, s.addr, p, b.cfg.pageLimit, b.cfg.farPage())
+	p := loadgen.Params{Host: both[0].addr, Key: data.key}
+	far, err := loadgen.FindPage(ctx, both[0].addr, p, b.cfg.pageLimit, b.cfg.farPage())
 	if err != nil {
 		return err
 	}
 	first := "/v1/pets?limit=" + strconv.Itoa(b.cfg.pageLimit)
-	b.add(rowPageFirst, fmt.Sprintf("page 1, limit %d, %s rows · MySQL", b.cfg.pageLimit, count(b.cfg.pageRows)), loadgen.Page, s).path = first
-	b.add(rowPageFar, fmt.Sprintf("page %s by cursor, same rows · MySQL", count(b.cfg.farPage())), loadgen.Page, s).path = far
+	b.add(rowPageFirst, fmt.Sprintf("page 1, limit %d, %s rows · MySQL", b.cfg.pageLimit, count(b.cfg.pageRows)), loadgen.Page, both...).path = first
+	b.add(rowPageFar, fmt.Sprintf("page %s by cursor, same rows · MySQL", count(b.cfg.farPage())), loadgen.Page, both...).path = far
 	return nil
 }
 
-// startTrio starts the service, direct and raw against data.
-func (b *bench) startTrio(ctx context.Context, db string, data *dataset) ([]*server, error) {
-	var trio []*server
-	for _, col := range []string{colService, colDirect, colRaw} {
+// startColumns starts a server of each column against data, the database db names.
+func (b *bench) startColumns(ctx context.Context, db string, data *dataset, cols ...string) ([]*server, error) {
+	var all []*server
+	for _, col := range cols {
 		s, err := b.start(ctx, col+"/"+db, col, data, nil)
 		if err != nil {
 			return nil, err
 		}
-		trio = append(trio, s)
+		all = append(all, s)
 	}
-	return trio, nil
+	return all, nil
 }
 
 func (b *bench) start(ctx context.Context, name, column string, data *dataset, extra map[string]string) (*server, error) {
-	s, err := startServer(ctx, name, column, b.bins[column], b.work, data, extra)
+	s, err := startServer(ctx, name, column, b.bins[binary(column)], b.work, data, extra)
 	if err != nil {
 		b.keepWork = true
 		return nil, err
@@ -230,8 +232,15 @@ func (b *bench) add(id, label, workload string, servers ...*server) *row {
 	return r
 }
 
-// probe checks one answer of every cell before any load, so that a broken server fails fast.
+// probe checks every service's page cache and one answer of every cell before any load, so
+// that a broken server fails fast.
 func (b *bench) probe(ctx context.Context) error {
+	for _, s := range b.servers {
+		if err := s.checkPageCache(ctx); err != nil {
+			b.keepWork = true
+			return fmt.Errorf("%s: %w", s.name, err)
+		}
+	}
 	for _, r := range b.plan {
 		for _, s := range r.servers {
 			a, err := loadgen.Probe(ctx, s.addr, b.builder(r, s, 0))

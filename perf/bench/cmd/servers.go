@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -15,17 +16,29 @@ import (
 	"time"
 )
 
-// The columns of the table: which implementation a server is.
+// The columns of the table: which server a cell ran against.
 const (
-	colService = "service"
-	colDirect  = "direct"
-	colRaw     = "raw"
+	colService  = "service"   // the service as shipped: default settings, page cache on
+	colCacheOff = "cache-off" // the service with PETSTORE_PAGE_CACHE=off: every page read from the database
+	colDirect   = "direct"    // the tuned Gin + GORM peer
+	colRaw      = "raw"       // net/http + database/sql
 )
+
+// columns lists every column in the order each round runs a row's cells.
+var columns = []string{colService, colCacheOff, colDirect, colRaw}
+
+// binary returns the binary (bench.bins) that column runs.
+func binary(column string) string {
+	if column == colCacheOff {
+		return colService
+	}
+	return column
+}
 
 // server is one running server process under test.
 type server struct {
 	name   string // unique, such as "service/mysql+redis"
-	column string // colService, colDirect or colRaw
+	column string // one of columns
 	data   *dataset
 	addr   string // 127.0.0.1:PORT
 	cmd    *exec.Cmd
@@ -33,8 +46,8 @@ type server struct {
 	log    *os.File
 }
 
-// startServer starts the implementation column (binary bin) on a free loopback port against
-// data; extra are further PETSTORE_ variables of the service. It returns once /healthz answers.
+// startServer starts column's server (binary bin) on a free loopback port against data; extra
+// are further PETSTORE_ variables of the service. It returns once /healthz answers.
 func startServer(ctx context.Context, name, column, bin, workDir string, data *dataset, extra map[string]string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -44,10 +57,13 @@ func startServer(ctx context.Context, name, column, bin, workDir string, data *d
 	if s.log, err = os.Create(filepath.Join(workDir, strings.NewReplacer("/", "-", "+", "-").Replace(name)+".log")); err != nil {
 		return nil, err
 	}
-	if column == colService {
+	if binary(column) == colService {
 		// The service as shipped: its default log level writes one line per request (to the
 		// log file, as a production instance writes to its collector).
 		vars := map[string]string{"PETSTORE_ADDR": addr, "PETSTORE_DB": data.dsn, "PETSTORE_ENV": "development"}
+		if column == colCacheOff {
+			vars["PETSTORE_PAGE_CACHE"] = "off"
+		}
 		for k, v := range extra {
 			vars[k] = v
 		}
@@ -145,4 +161,48 @@ const clockTicks = 100
 // tell.
 func (s *server) cpuTime() time.Duration {
 	return time.Duration(procTicks(s.cmd.Process.Pid)) * time.Second / clockTicks
+}
+
+// checkPageCache fails unless a server of the service keeps pages in memory exactly when its
+// column says so, as its /metrics tell: a cache-off column whose setting did not take would
+// measure the cache twice.
+func (s *server) checkPageCache(ctx context.Context) error {
+	if binary(s.column) != colService {
+		return nil
+	}
+	_, err := s.pageCacheBytes(ctx)
+	if err != nil && !errors.Is(err, errCacheOff) {
+		return err
+	}
+	if on, want := err == nil, s.column != colCacheOff; on != want {
+		return fmt.Errorf("page cache on: %t; want %t", on, want)
+	}
+	return nil
+}
+
+// errCacheOff is pageCacheBytes's answer for a service whose /metrics have no page cache.
+var errCacheOff = errors.New("/metrics has no petstore_page_cache_bytes: the page cache is off")
+
+// pageCacheBytes returns what the service's page cache holds, as the cache weighs its pages
+// (petstore_page_cache_bytes on /metrics), or errCacheOff.
+func (s *server) pageCacheBytes(ctx context.Context) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.addr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := (&http.Client{Timeout: 5 * time.Second}).Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %d %v", resp.StatusCode, err)
+	}
+	for line := range strings.SplitSeq(string(body), "\n") {
+		if value, ok := strings.CutPrefix(line, "petstore_page_cache_bytes "); ok {
+			return strconv.ParseFloat(value, 64)
+		}
+	}
+	return 0, errCacheOff
 }

@@ -37,6 +37,9 @@ type Result struct {
 	Elapsed   time.Duration // from the first request to the last answer
 	Statuses  map[int]int   // answers by HTTP status
 	NetErrors int           // attempts that got no answer (connect, write or read failures)
+	// CPU is the CPU time (user and system) the whole process used while the connections ran:
+	// the driver's own cost when nothing else runs in its process, to set beside the server's.
+	CPU       time.Duration
 	latencies []time.Duration
 }
 
@@ -61,13 +64,16 @@ func Run(ctx context.Context, opts Options) (Result, error) {
 	stop := newStopper(ctx, opts)
 	workers := make([]*worker, opts.Conns)
 	var wg sync.WaitGroup
-	start := time.Now()
+	start, cpu := time.Now(), processCPU()
 	for i := range workers {
 		workers[i] = &worker{id: i, addr: opts.Addr, build: opts.Build, statuses: map[int]int{}}
 		wg.Go(func() { workers[i].loop(stop) })
 	}
 	wg.Wait()
-	return merge(workers, time.Since(start)), nil
+	elapsed, cpu := time.Since(start), processCPU()-cpu
+	res := merge(workers, elapsed)
+	res.CPU = cpu
+	return res, nil
 }
 
 // stopper says when a worker must stop: at a deadline, after a count, or when ctx is done.

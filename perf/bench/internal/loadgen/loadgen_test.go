@@ -13,7 +13,8 @@ import (
 )
 
 // testServer answers /small with a Content-Length body, /big with a chunked one, /gone with a
-// 404 that closes the connection, and POST /v1/pets with 201; it records the POSTed bodies.
+// 404 that closes the connection, GET /v1/pets with three pages linked by rel="next" (no after
+// or after=0, then 1, 2), and POST /v1/pets with 201; it records the POSTed bodies.
 func testServer(t *testing.T) (addr string, bodies func() []string) {
 	t.Helper()
 	var mu sync.Mutex
@@ -26,6 +27,16 @@ func testServer(t *testing.T) (addr string, bodies func() []string) {
 	mux.HandleFunc("GET /gone", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Connection", "close")
 		http.Error(w, "gone", http.StatusNotFound)
+	})
+	mux.HandleFunc("GET /v1/pets", func(w http.ResponseWriter, r *http.Request) {
+		after := r.URL.Query().Get("after")
+		if after == "" {
+			after = "0"
+		}
+		if after < "2" {
+			w.Header().Set("Link", `</v1/pets?after=`+string(after[0]+1)+`>; rel="next"`)
+		}
+		_, _ = io.WriteString(w, "[]")
 	})
 	mux.HandleFunc("POST /v1/pets", func(w http.ResponseWriter, r *http.Request) {
 		b, _ := io.ReadAll(r.Body)
@@ -165,5 +176,38 @@ func TestCheck(t *testing.T) {
 				t.Errorf("got %v; want ok=%v", err, tt.ok)
 			}
 		})
+	}
+}
+
+func TestWalk(t *testing.T) {
+	addr, _ := testServer(t)
+	p := Params{Host: addr}
+	tests := []struct {
+		name     string
+		n        int
+		wantNext string
+		wantRead int
+	}{
+		{"some pages", 2, "/v1/pets?after=2", 2},
+		{"past the last", 10, "", 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			next, read, err := Walk(context.Background(), addr, p, "/v1/pets?after=0", tt.n)
+			if err != nil || next != tt.wantNext || read != tt.wantRead {
+				t.Errorf("got %q, %d, %v; want %q, %d, nil", next, read, err, tt.wantNext, tt.wantRead)
+			}
+		})
+	}
+}
+
+func TestFindPage(t *testing.T) {
+	addr, _ := testServer(t)
+	p := Params{Host: addr}
+	if path, err := FindPage(context.Background(), addr, p, 20, 3); err != nil || path != "/v1/pets?after=2" {
+		t.Errorf("page 3: got %q, %v; want /v1/pets?after=2, nil", path, err)
+	}
+	if path, err := FindPage(context.Background(), addr, p, 20, 4); err == nil {
+		t.Errorf("page 4 of 3: got %q, nil; want an error", path)
 	}
 }

@@ -74,22 +74,31 @@ func Check(workload string, a Answer) error {
 // FindPage returns the path of page number page (1 is the first) of GET /v1/pets?limit=limit,
 // found by following the Link rel="next" headers from the first page.
 func FindPage(ctx context.Context, addr string, p Params, limit, page int) (string, error) {
-	path := "/v1/pets?limit=" + strconv.Itoa(limit)
-	for n := 1; n < page; n++ {
-		a, err := Probe(ctx, addr, fixed(p, "GET", path, ""))
-		if err != nil {
-			return "", err
-		}
-		if a.Status != http.StatusOK {
-			return "", fmt.Errorf("page %d (%s): got status %d %.200s", n, path, a.Status, a.Body)
-		}
-		next := nextLink(a.Header.Values("Link"))
-		if next == "" {
-			return "", fmt.Errorf("page %d (%s) has no Link rel=\"next\": fewer than %d pages", n, path, page)
-		}
-		path = next
+	path, read, err := Walk(ctx, addr, p, "/v1/pets?limit="+strconv.Itoa(limit), page-1)
+	switch {
+	case err != nil:
+		return "", err
+	case path == "":
+		return "", fmt.Errorf("GET /v1/pets?limit=%d has %d pages; want %d", limit, read, page)
 	}
 	return path, nil
+}
+
+// Walk reads up to n pages of a listing, from path on, following the Link rel="next" headers,
+// and returns the path of the page after the last it read ("" past the listing's last page)
+// and how many it read.
+func Walk(ctx context.Context, addr string, p Params, path string, n int) (next string, read int, err error) {
+	for ; read < n && path != ""; read++ {
+		a, err := Probe(ctx, addr, fixed(p, "GET", path, ""))
+		if err != nil {
+			return "", read, err
+		}
+		if a.Status != http.StatusOK {
+			return "", read, fmt.Errorf("%s: got status %d %.200s", path, a.Status, a.Body)
+		}
+		path = nextLink(a.Header.Values("Link"))
+	}
+	return path, read, nil
 }
 
 // nextLink returns the target of the rel="next" link among Link header values, or "".

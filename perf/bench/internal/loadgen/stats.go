@@ -60,6 +60,8 @@ type Summary struct {
 	NetErrors int            `json:"net_errors"`
 	Statuses  map[string]int `json:"statuses"`
 	CPUusReq  float64        `json:"server_cpu_us_per_req,omitempty"`
+	// DriverCPUusReq is the load generator's own CPU time per answered request (Result.CPU).
+	DriverCPUusReq float64 `json:"driver_cpu_us_per_req,omitempty"`
 }
 
 // Summarize returns the summary of r for a workload run with conns connections.
@@ -72,6 +74,9 @@ func (r Result) Summarize(workload string, conns int) Summary {
 	}
 	for st, n := range r.Statuses {
 		s.Statuses[strconv.Itoa(st)] = n
+	}
+	if n := len(r.latencies); n > 0 {
+		s.DriverCPUusReq = micros(r.CPU) / float64(n)
 	}
 	return s
 }
@@ -91,10 +96,10 @@ func (s Summary) WriteLine(w io.Writer) error {
 // WriteTable writes s for people.
 func (s Summary) WriteTable(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "workload\tconns\trequests\treq/s\tp50\tp90\tp99\tmax\terrors\tstatuses\t")
-	fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%d\t%s\t\n", s.Workload, s.Conns, s.Requests, s.RPS,
+	fmt.Fprintln(tw, "workload\tconns\trequests\treq/s\tp50\tp90\tp99\tmax\tdriver cpu/req\terrors\tstatuses\t")
+	fmt.Fprintf(tw, "%s\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", s.Workload, s.Conns, s.Requests, s.RPS,
 		FormatMicros(s.P50us), FormatMicros(s.P90us), FormatMicros(s.P99us), FormatMicros(s.MaxUs),
-		s.Errors, s.StatusList())
+		FormatMicros(s.DriverCPUusReq), s.Errors, s.StatusList())
 	return tw.Flush()
 }
 
