@@ -6,6 +6,7 @@ package etag
 import (
 	"encoding/hex"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/cespare/xxhash/v2"
@@ -36,43 +37,58 @@ func NoneMatch(h http.Header, tag string) bool {
 	if len(fields) == 0 {
 		return false
 	}
-	want := opaque(tag)
-	star, match := false, false
-	for _, f := range fields {
-		for elem := range strings.SplitSeq(f, ",") {
-			elem = strings.Trim(elem, " \t")
-			switch {
-			case elem == "": // empty list elements are allowed (RFC 9110, 5.6.1)
-			case elem == "*":
-				star = true
-			default:
-				t, ok := parse(elem)
-				if !ok {
-					return false
-				}
-				match = match || t == want
-			}
-		}
+	if len(fields) == 1 && strings.Trim(fields[0], " \t") == "*" {
+		return true
 	}
-	if star { // "*" stands alone, or the field is invalid
-		return len(fields) == 1 && strings.Trim(fields[0], " \t") == "*"
+	want, match := opaque(tag), false
+	for _, f := range fields {
+		tags, ok := parseList(f)
+		if !ok {
+			return false // "*" beside anything, or not an entity tag
+		}
+		match = match || slices.Contains(tags, want)
 	}
 	return match
 }
 
-// parse returns the opaque tag of an entity-tag, without its weakness indicator, and whether
-// elem is one: [W/] DQUOTE *etagc DQUOTE.
-func parse(elem string) (string, bool) {
-	elem, _ = strings.CutPrefix(elem, "W/")
-	if len(elem) < 2 || elem[0] != '"' || elem[len(elem)-1] != '"' {
-		return "", false
-	}
-	for i := 1; i < len(elem)-1; i++ {
-		if c := elem[i]; c != 0x21 && (c < 0x23 || c == 0x7f) { // etagc: %x21 / %x23-7E / obs-text
-			return "", false
+// parseList returns the opaque tags, without their weakness indicators, of field, a list of
+// entity tags (#entity-tag: empty elements allowed), and whether it is one. A comma may sit
+// inside a tag's quotes.
+func parseList(field string) ([]string, bool) {
+	var tags []string
+	for rest := field; ; {
+		rest = strings.TrimLeft(rest, " \t,")
+		if rest == "" {
+			return tags, true
+		}
+		tag, after, ok := parseTag(rest)
+		if !ok {
+			return nil, false
+		}
+		tags = append(tags, tag)
+		rest = strings.TrimLeft(after, " \t")
+		if rest != "" && rest[0] != ',' {
+			return nil, false
 		}
 	}
-	return elem, true
+}
+
+// parseTag reads the entity tag at the start of s, [W/] DQUOTE *etagc DQUOTE, and returns its
+// opaque tag, what follows it, and whether s starts with one.
+func parseTag(s string) (tag, rest string, ok bool) {
+	s, _ = strings.CutPrefix(s, "W/")
+	if s == "" || s[0] != '"' {
+		return "", "", false
+	}
+	for i := 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			return s[:i+1], s[i+1:], true
+		case c != 0x21 && (c < 0x23 || c == 0x7f): // etagc: %x21 / %x23-7E / obs-text
+			return "", "", false
+		}
+	}
+	return "", "", false
 }
 
 // opaque returns tag without its weakness indicator.

@@ -53,6 +53,11 @@ func TestNoneMatch(t *testing.T) {
 		{"control character", []string{"\"01234567\x0189abcdef\""}, false},
 		{"empty", []string{""}, false},
 		{"empty opaque tag", []string{`""`}, false},
+		{"comma inside a tag", []string{`"a,b", ` + tag}, true},
+		{"comma inside a weak tag", []string{`W/"x,y",` + tag}, true},
+		{"a tag's comma does not split it", []string{`"0123456789abcdef,"`}, false},
+		{"two tags without a comma", []string{`"a" ` + tag}, false},
+		{"unterminated", []string{`"abc, ` + tag}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			h := http.Header{}
