@@ -2,7 +2,7 @@ package pets
 
 import (
 	"fmt"
-	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,8 +41,8 @@ type pageKey struct {
 	status models.PetStatus
 }
 
-// What a cached page weighs besides its pets' names: the cache's entry, its key and the
-// slice's header (pageOverhead), and each models.Pet (petOverhead), rounded up from what
+// What a cached page weighs besides its pets' names (compact): the cache's entry, its key and
+// the slice's header (pageOverhead), and each models.Pet (petOverhead), rounded up from what
 // TestPageCacheBoundedByBytes measures.
 const (
 	pageOverhead = 256
@@ -94,7 +94,29 @@ func (c *PageCache) put(key pageKey, pets []models.Pet, mark uint64) {
 		return
 	}
 	c.high = max(c.high, pets[len(pets)-1].ID)
-	c.pages.Set(key, slices.Clip(pets))
+	c.pages.Set(key, compact(pets))
+}
+
+// compact returns a copy of pets that holds what they need alone, so that weight tells what a
+// page keeps: a slice of their length, their names in one string of their own. A page read
+// shares its names' string with the row after it, and has room for that row.
+func compact(pets []models.Pet) []models.Pet {
+	n := 0
+	for i := range pets {
+		n += len(pets[i].Name)
+	}
+	var b strings.Builder
+	b.Grow(n) // exactly: the string keeps the builder's whole buffer
+	for i := range pets {
+		b.WriteString(pets[i].Name)
+	}
+	names := b.String()
+	out := make([]models.Pet, len(pets))
+	for i := range pets {
+		out[i] = pets[i]
+		out[i].Name, names = names[:len(pets[i].Name)], names[len(pets[i].Name):]
+	}
+	return out
 }
 
 // Forget drops every page whose ids the pet with id falls among, a pet that committed after
