@@ -20,7 +20,7 @@ import (
 // certification failure, a connection lost before COMMIT), so a safe retry is made here
 // rather than by the client. A 5xx, a panic or a failed commit stores nothing and releases
 // cl; a COMMIT whose outcome is unknown is not run again: 503, and the client's retry with the
-// same key gets the recorded answer if it did commit.
+// same key gets the recorded answer if it did commit (the commit hooks run, in case it did).
 //
 // On SQLite the transaction holds the one connection until it ends: every statement of this
 // request in between runs in it, and the release runs after it.
@@ -53,6 +53,12 @@ func (s *Records) execute(c *gin.Context, cl *claim) {
 	case errors.Is(err, errLeaseLost):
 		s.release(ctx, cl)
 		inUse(c)
+	case errors.Is(err, store.ErrCommitUnknown):
+		// It may have committed, and a retry then gets its 201: what waits for the commit
+		// (the live Hub's wake-up, the page cache's late pet) runs, harmless if it did not.
+		hooks.Run()
+		s.release(ctx, cl)
+		abort(c, errNotRecorded(err))
 	default:
 		s.release(ctx, cl)
 		abort(c, errNotRecorded(err))
