@@ -59,6 +59,9 @@ func TestConditionalList(t *testing.T) {
 		if again.header.Get("ETag") != tag || again.body != full.body {
 			t.Errorf("the same page twice: ETag %q then %q", tag, again.header.Get("ETag"))
 		}
+		if other := newTestAPI(t, api.db).do(t, get(page)); other.header.Get("ETag") != tag {
+			t.Errorf("the same page from another instance: ETag %q; want %q", other.header.Get("ETag"), tag)
+		}
 		last := remaining(t, again)
 		for _, tt := range []struct {
 			name   string

@@ -24,7 +24,7 @@ const (
 // headers and no body when the request's If-None-Match matches the ETag (etag.NoneMatch).
 // Headers already set (the rate limit's, Link, the deprecation's) go with either.
 func writeValidated(c *gin.Context, body []byte, link []string, cc string) {
-	tag := etag.Of(body, []byte(strings.Join(link, ", ")))
+	tag := etag.Of(body, strings.Join(link, ", "))
 	h := c.Writer.Header()
 	h["Etag"] = []string{tag}
 	h["Cache-Control"] = []string{cc}

@@ -42,7 +42,7 @@ func (h *heldAnswer) send(r *http.Request) {
 	w := h.ResponseWriter
 	if h.status == http.StatusOK && bytes.HasPrefix(h.body.Bytes(), []byte(`{"data"`)) {
 		hdr := w.Header()
-		tag := etag.Of(h.body.Bytes(), []byte(hdr.Get("Content-Type")))
+		tag := etag.Of(h.body.Bytes(), hdr.Get("Content-Type"))
 		hdr["Etag"] = []string{tag}
 		hdr["Cache-Control"] = []string{cacheRevalidate}
 		if etag.NoneMatch(r.Header, tag) {
