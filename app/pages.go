@@ -39,40 +39,45 @@ func newPageCache(cfg config.Config, rdb redis.UniversalClient, instance string,
 		}
 	}
 	pages := pets.NewPageCache(cfg.PageCacheBytes, late)
-	return pages, metrics.Register(pageCacheCollectors(pages)...)
+	return pages, metrics.Register(pageCacheCollector{pages})
 }
 
-// pageCacheCollectors export the hits, misses, hit ratio, size and late pets of pages.
-func pageCacheCollectors(pages *pets.PageCache) []prometheus.Collector {
-	stat := func(f func(s pets.PageCacheStats) float64) func() float64 {
-		return func() float64 { return f(pages.Stats()) }
+// pageCacheDescs are the metrics of the page cache, in the order Collect sends them.
+var pageCacheDescs = []struct {
+	desc    *prometheus.Desc
+	counter bool
+}{
+	{prometheus.NewDesc("petstore_page_cache_hits_total", "Listing pages answered from the in-process page cache.", nil, nil), true},
+	{prometheus.NewDesc("petstore_page_cache_misses_total", "Listing pages looked up in the page cache and read from the database.", nil, nil), true},
+	{prometheus.NewDesc("petstore_page_cache_hit_ratio", "Hits over lookups of the page cache since the start (0 before any lookup).", nil, nil), false},
+	{prometheus.NewDesc("petstore_page_cache_bytes", "Bytes of the pages the page cache holds, as it weighs them (PETSTORE_PAGE_CACHE bounds them).", nil, nil), false},
+	{prometheus.NewDesc("petstore_page_cache_late_pets_total", "Pets whose write took long enough that cached pages may lack them, this instance's and those other instances told of: each drops the pages it falls among.", nil, nil), true},
+}
+
+// pageCacheCollector exports the hits, misses, hit ratio, size and late pets of a page cache,
+// read once a scrape (PageCache.Stats, which applies the cache's pending writes first).
+type pageCacheCollector struct{ pages *pets.PageCache }
+
+// Describe sends the descriptions of the metrics.
+func (c pageCacheCollector) Describe(ch chan<- *prometheus.Desc) {
+	for _, m := range pageCacheDescs {
+		ch <- m.desc
 	}
-	return []prometheus.Collector{
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_page_cache_hits_total",
-			Help: "Listing pages answered from the in-process page cache.",
-		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Hits) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_page_cache_misses_total",
-			Help: "Listing pages looked up in the page cache and read from the database.",
-		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Misses) })),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_page_cache_hit_ratio",
-			Help: "Hits over lookups of the page cache since the start (0 before any lookup).",
-		}, stat(func(s pets.PageCacheStats) float64 {
-			if s.Hits+s.Misses == 0 {
-				return 0
-			}
-			return float64(s.Hits) / float64(s.Hits+s.Misses)
-		})),
-		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name: "petstore_page_cache_bytes",
-			Help: "Bytes of the pages the page cache holds, as it weighs them (PETSTORE_PAGE_CACHE bounds them).",
-		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Bytes) })),
-		prometheus.NewCounterFunc(prometheus.CounterOpts{
-			Name: "petstore_page_cache_late_pets_total",
-			Help: "Pets whose write took long enough that cached pages may lack them, this instance's and those other instances told of: each drops the pages it falls among.",
-		}, stat(func(s pets.PageCacheStats) float64 { return float64(s.Late) })),
+}
+
+// Collect sends the figures of the cache.
+func (c pageCacheCollector) Collect(ch chan<- prometheus.Metric) {
+	s := c.pages.Stats()
+	ratio := 0.0
+	if s.Hits+s.Misses > 0 {
+		ratio = float64(s.Hits) / float64(s.Hits+s.Misses)
+	}
+	for i, v := range []float64{float64(s.Hits), float64(s.Misses), ratio, float64(s.Bytes), float64(s.Late)} {
+		kind := prometheus.GaugeValue
+		if pageCacheDescs[i].counter {
+			kind = prometheus.CounterValue
+		}
+		ch <- prometheus.MustNewConstMetric(pageCacheDescs[i].desc, kind, v)
 	}
 }
 
