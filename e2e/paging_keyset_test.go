@@ -23,12 +23,13 @@ import (
 func TestPageWaitsForInFlightInsert(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
+	seeder := newTestAPI(t, db) // the default timeout: a loaded machine must not fail the seeding
 	cfg := config.Default()
 	cfg.DBTimeout = time.Second
 	api := newTestAPIConfig(t, db, cfg)
-	seedPets(t, api, 1) // pet 1
+	seedPets(t, seeder, 1) // pet 1
 	held := beginInsert(t, db)
-	seedPets(t, api, 1) // pet 3, committed while pet 2 is not
+	seedPets(t, seeder, 1) // pet 3, committed while pet 2 is not
 	page := make(chan response, 1)
 	go func() { page <- api.do(t, get("/v1/pets?limit=2")) }()
 	waitForLockWait(t, db, page)
@@ -49,7 +50,7 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 	if ids := petIDs(t, api.do(t, get(next[1]))); fmt.Sprint(ids) != "[3]" {
 		t.Errorf("second page, whose last pet comes before the uncommitted one: got %v; want [3] at once", ids)
 	}
-	seedPets(t, api, 1) // pet 5
+	seedPets(t, seeder, 1) // pet 5
 	if ids := petIDs(t, api.do(t, get("/v1/pets?limit=1"))); fmt.Sprint(ids) != "[1]" {
 		t.Errorf("a page short of the uncommitted pet: got %v; want [1]", ids)
 	}
@@ -169,13 +170,14 @@ func petIDs(t *testing.T, resp response) []int64 {
 func TestStuckPageFreesItsServerThread(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
+	seeder := newTestAPI(t, db) // the default timeout: a loaded machine must not fail the seeding
 	cfg := config.Default()
 	cfg.DBTimeout = 500 * time.Millisecond
 	api := newTestAPIConfig(t, db, cfg)
-	seedPets(t, api, 1)
+	seedPets(t, seeder, 1)
 	stuck := beginInsert(t, db)
 	defer func() { _ = stuck.Rollback() }()
-	seedPets(t, api, 1)
+	seedPets(t, seeder, 1)
 	checkError(t, api.do(t, get("/v1/pets")), http.StatusServiceUnavailable, apierr.Unavailable, "retry")
 	for range 100 { // up to 2 s more
 		var n int
