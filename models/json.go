@@ -1,15 +1,16 @@
 package models
 
 import (
-	"encoding/json"
 	"strconv"
+
+	"petstore/internal/jsonstr"
 )
 
 // AppendJSON appends p as json.Marshal writes it, without reflection: REST answers every list
 // with it. FuzzPetJSON checks the two agree byte for byte.
 func (p *Pet) AppendJSON(b []byte) []byte {
 	b = strconv.AppendInt(append(b, `{"id":`...), p.ID, 10)
-	b = appendString(append(b, `,"name":`...), p.Name)
+	b = jsonstr.Append(append(b, `,"name":`...), p.Name)
 	b = strconv.AppendInt(append(b, `,"categoryId":`...), p.CategoryID, 10)
 	if p.Status != nil {
 		b = appendStatus(b, *p.Status)
@@ -27,7 +28,7 @@ func appendStatus(b []byte, s PetStatus) []byte {
 	case PetStatusSold:
 		return append(b, `,"status":"sold"`...)
 	}
-	return appendString(append(b, `,"status":`...), string(s))
+	return jsonstr.Append(append(b, `,"status":`...), string(s))
 }
 
 // AppendPetsJSON appends pets as a JSON array, as json.Marshal writes a non-nil slice of
@@ -41,10 +42,4 @@ func AppendPetsJSON(b []byte, pets []Pet) []byte {
 		b = pets[i].AppendJSON(b)
 	}
 	return append(b, ']')
-}
-
-// appendString appends s as json.Marshal writes a string: <, > and & escaped among others.
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }

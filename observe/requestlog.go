@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -15,6 +14,7 @@ import (
 
 	"petstore/auth"
 	"petstore/clientaddr"
+	"petstore/internal/jsonstr"
 )
 
 // Bounds of the logged request line: a hostile client may send a path of up to the server's
@@ -134,31 +134,24 @@ func (l *requestLine) appendJSON(b []byte, t time.Time, level slog.Level) []byte
 	b = append(b, `{"time":"`...)
 	b = appendTime(b, t)
 	b = append(b, `","level":`...)
-	b = appendString(b, level.String())
+	b = jsonstr.Append(b, level.String())
 	b = append(b, `,"msg":"request","method":`...)
-	b = appendString(b, l.method)
-	b = appendString(append(b, `,"route":`...), l.route)
-	b = appendString(append(b, `,"path":`...), l.path)
+	b = jsonstr.Append(b, l.method)
+	b = jsonstr.Append(append(b, `,"route":`...), l.route)
+	b = jsonstr.Append(append(b, `,"path":`...), l.path)
 	b = strconv.AppendInt(append(b, `,"status":`...), int64(l.status), 10)
 	// slog writes floats as encoding/json does: 'f' formatting in this range.
 	b = appendMillis(append(b, `,"duration_ms":`...), l.duration.Microseconds())
 	b = strconv.AppendInt(append(b, `,"bytes":`...), int64(l.bytes), 10)
-	b = appendString(append(b, `,"`+requestIDField+`":`...), l.id)
+	b = jsonstr.Append(append(b, `,"`+requestIDField+`":`...), l.id)
 	if l.traceID != "" {
-		b = appendString(append(b, `,"`+traceIDField+`":`...), l.traceID)
+		b = jsonstr.Append(append(b, `,"`+traceIDField+`":`...), l.traceID)
 	}
-	b = appendString(append(b, `,"client":`...), l.client)
+	b = jsonstr.Append(append(b, `,"client":`...), l.client)
 	if l.keyID != 0 {
 		b = strconv.AppendInt(append(b, `,"key_id":`...), l.keyID, 10)
 	}
 	return append(b, "}\n"...)
-}
-
-// appendString appends s as json.Marshal writes a string, which slog.JSONHandler reads the
-// same: it differs only in leaving <, > and & as they are.
-func appendString(b []byte, s string) []byte {
-	q, _ := json.Marshal(s) // a string always marshals
-	return append(b, q...)
 }
 
 // appendMillis appends us microseconds in milliseconds as slog writes durationMillis, as
