@@ -137,11 +137,16 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 		if err := pingRedis(ctx, b.cfg.redis); err != nil {
 			return err
 		}
-		s, err := b.start(ctx, "service/mysql+redis", colService, &data, map[string]string{"PETSTORE_REDIS_URL": b.cfg.redis})
+		redis := map[string]string{"PETSTORE_REDIS_URL": b.cfg.redis}
+		s, err := b.start(ctx, "service/mysql+redis", colService, &data, redis)
 		if err != nil {
 			return err
 		}
-		b.add(rowListRedis, "REST list=20, Redis limiter · MySQL", loadgen.List, s)
+		sOff, err := b.start(ctx, "service/mysql+redis-cache-off", colCacheOff, &data, redis)
+		if err != nil {
+			return err
+		}
+		b.add(rowListRedis, "REST list=20, Redis limiter · MySQL", loadgen.List, s, sOff)
 	}
 	b.add(rowList, "REST GET /v1/pets?limit=20 · MySQL", loadgen.List, all...)
 	b.add(rowGraphQL, "GraphQL pets(limit:20) · MySQL", loadgen.GraphQL, svc, svcOff)
