@@ -58,15 +58,17 @@ func listParams(rawQuery string) (listQuery, error) {
 
 // nextLink returns the Link header value of the page that follows the one lq asked for,
 // which ended at the cursor end.
+// Its parameters are in url.Values.Encode's order and escaping, written out.
 func (lq listQuery) nextLink(end string) []string {
-	q := url.Values{"after": {end}}
+	b := make([]byte, 0, 64)
+	b = append(append(b, "</v1/pets?after="...), url.QueryEscape(end)...)
 	if lq.limit != nil {
-		q.Set("limit", strconv.Itoa(*lq.limit))
+		b = strconv.AppendInt(append(b, "&limit="...), int64(*lq.limit), 10)
 	}
 	if lq.status != nil {
-		q.Set("status", string(*lq.status))
+		b = append(append(b, "&status="...), url.QueryEscape(string(*lq.status))...)
 	}
-	return []string{"</v1/pets?" + q.Encode() + `>; rel="next"`}
+	return []string{string(append(b, `>; rel="next"`...))}
 }
 
 // single returns the one value of the query parameter name, and whether it is present.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,7 +20,8 @@ import (
 )
 
 // FuzzListParams checks that any query string either parses into values that say what it
-// said, or is refused with an invalid_request error; never a panic or another error.
+// said, or is refused with an invalid_request error; never a panic or another error; and that
+// the link to the next page keeps the parameters.
 func FuzzListParams(f *testing.F) {
 	for _, seed := range []string{"", "limit=5", "limit=0", "limit=abc", "status=sold", "status=SOLD", "limit=1&limit=2",
 		"limit=%zz", "limit=99999999999999999999", "status=available&limit=100", "limit=+5", "limit=-0", ";", "status=",
@@ -40,6 +42,17 @@ func FuzzListParams(f *testing.F) {
 		}
 		if status != nil && !status.IsValid() {
 			t.Fatalf("listParams(%q): got invalid status %q", raw, *status)
+		}
+		// The next page's link, with raw as its cursor, is what url.Values.Encode writes.
+		q := url.Values{"after": {raw}}
+		if limit != nil {
+			q.Set("limit", strconv.Itoa(*limit))
+		}
+		if status != nil {
+			q.Set("status", string(*status))
+		}
+		if got, want := lq.nextLink(raw), "</v1/pets?"+q.Encode()+`>; rel="next"`; len(got) != 1 || got[0] != want {
+			t.Fatalf("listParams(%q).nextLink: got %q; want %q", raw, got, want)
 		}
 	})
 }
