@@ -38,10 +38,8 @@ func cacheInstances(t *testing.T, dialect string) (a, b *liveServer) {
 // returns the ids listed.
 func walkPages(t *testing.T, s *liveServer, n int) map[int64]bool {
 	t.Helper()
-	ids := map[int64]bool{}
-	next := fmt.Sprintf("/v1/pets?limit=%d", n)
-	for next != "" {
-		req, _ := http.NewRequest(http.MethodGet, s.url+next, nil)
+	return collectPages(t, n, func(path string) ([]byte, string) {
+		req, _ := http.NewRequest(http.MethodGet, s.url+path, nil)
 		req.Header.Set("Authorization", "Bearer "+s.key)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
@@ -49,15 +47,29 @@ func walkPages(t *testing.T, s *liveServer, n int) map[int64]bool {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, resp.StatusCode, body)
+		}
+		return body, resp.Header.Get("Link")
+	})
+}
+
+// collectPages reads every page of GET /v1/pets?limit=n with get, following Link rel="next",
+// and returns the ids listed. get answers a path with the body and Link of its 200, or fails t.
+func collectPages(t *testing.T, n int, get func(path string) (body []byte, link string)) map[int64]bool {
+	t.Helper()
+	ids := map[int64]bool{}
+	for next := fmt.Sprintf("/v1/pets?limit=%d", n); next != ""; {
+		body, link := get(next)
 		var page []struct{ ID int64 }
-		if resp.StatusCode != 200 || json.Unmarshal(body, &page) != nil {
-			t.Fatalf("GET %s: %d %s", next, resp.StatusCode, body)
+		if err := json.Unmarshal(body, &page); err != nil {
+			t.Fatalf("GET %s: %v %s", next, err, body)
 		}
 		for _, p := range page {
 			ids[p.ID] = true
 		}
 		next = ""
-		if m := nextLink.FindStringSubmatch(resp.Header.Get("Link")); m != nil {
+		if m := nextLink.FindStringSubmatch(link); m != nil {
 			next = m[1]
 		}
 	}
@@ -142,22 +154,10 @@ func TestLatePetToldAcrossInstances(t *testing.T) {
 // and returns the ids listed.
 func (api *testAPI) listedPets(t *testing.T, n int) map[int64]bool {
 	t.Helper()
-	ids := map[int64]bool{}
-	for next := fmt.Sprintf("/v1/pets?limit=%d", n); next != ""; {
-		res := api.mustGet(t, next)
-		var page []struct{ ID int64 }
-		if err := json.Unmarshal([]byte(res.body), &page); err != nil {
-			t.Fatalf("GET %s: %v", next, err)
-		}
-		for _, p := range page {
-			ids[p.ID] = true
-		}
-		next = ""
-		if m := nextLink.FindStringSubmatch(res.header.Get("Link")); m != nil {
-			next = m[1]
-		}
-	}
-	return ids
+	return collectPages(t, n, func(path string) ([]byte, string) {
+		res := api.mustGet(t, path)
+		return []byte(res.body), res.header.Get("Link")
+	})
 }
 
 // checkCachedWalks writes a pet through each instance of apis in turn, and after each 201 walks
