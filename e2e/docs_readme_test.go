@@ -167,14 +167,7 @@ func startAsMakeRun(t *testing.T) *madeRun {
 	cmd.Env = append(cmd.Env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=:0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	stdout := startPiped(t, cmd)
 	s := &madeRun{}
 	lines := bufio.NewScanner(stdout)
 	for lines.Scan() {

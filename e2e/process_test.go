@@ -114,6 +114,15 @@ func startServe(t testing.TB, env ...string) (cmd *exec.Cmd, base, devKey string
 	t.Helper()
 	cmd = exec.Command(os.Args[0], "serve")
 	cmd.Env = append(env, "PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0")
+	base, devKey = readStartup(t, bufio.NewScanner(startPiped(t, cmd)))
+	waitHealthy(t, base)
+	return cmd, base, devKey
+}
+
+// startPiped starts cmd, a process of this test binary, and returns its stdout; the process
+// is killed when t ends.
+func startPiped(t testing.TB, cmd *exec.Cmd) io.Reader {
+	t.Helper()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
@@ -122,9 +131,7 @@ func startServe(t testing.TB, env ...string) (cmd *exec.Cmd, base, devKey string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	base, devKey = readStartup(t, bufio.NewScanner(stdout))
-	waitHealthy(t, base)
-	return cmd, base, devKey
+	return stdout
 }
 
 // readStartup reads the server's stdout up to the line with its base address, which it returns
