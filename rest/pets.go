@@ -9,6 +9,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/graph"
+	"petstore/internal/etag"
 	"petstore/models"
 )
 
@@ -42,11 +43,11 @@ func listPets(p PetPager, immutable bool) gin.HandlerFunc {
 			return
 		}
 		var link []string
-		cc := cacheRevalidate
+		cc := etag.Revalidate
 		if next != "" {
 			link = lq.nextLink(next)
 			if immutable {
-				cc = cacheImmutable
+				cc = etag.Immutable
 			}
 		}
 		writeValidated(c, models.AppendPetsJSON(nil, pets), link, cc)
@@ -74,9 +75,9 @@ func createPet(m graph.MutationResolver) gin.HandlerFunc {
 // getPet answers GET /v1/pets/{petId} (getPet, deprecated), with its validators
 // (writeValidated): immutable when immutable is true.
 func getPet(q graph.QueryResolver, immutable bool) gin.HandlerFunc {
-	cc := cacheRevalidate
+	cc := etag.Revalidate
 	if immutable {
-		cc = cacheImmutable
+		cc = etag.Immutable
 	}
 	return func(c *gin.Context) {
 		id, err := models.ParseID("petId", c.Param("petId"))

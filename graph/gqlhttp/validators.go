@@ -7,11 +7,6 @@ import (
 	"petstore/internal/etag"
 )
 
-// cacheRevalidate is the Cache-Control of a GET's successful answer: private, as it needs a key
-// and carries the caller's rate-limit headers, and revalidated at each use, as a query may
-// read the newest pets.
-const cacheRevalidate = "private, no-cache"
-
 // heldAnswer holds the answer of a GET until it is complete, so that its ETag can be worked out
 // before anything is sent (send).
 type heldAnswer struct {
@@ -42,10 +37,8 @@ func (h *heldAnswer) send(r *http.Request) {
 	w := h.ResponseWriter
 	if h.status == http.StatusOK && bytes.HasPrefix(h.body.Bytes(), []byte(`{"data"`)) {
 		hdr := w.Header()
-		tag := etag.Of(h.body.Bytes(), hdr.Get("Content-Type"))
-		hdr["Etag"] = []string{tag}
-		hdr["Cache-Control"] = []string{cacheRevalidate}
-		if etag.NoneMatch(r.Header, tag) {
+		// A query may read the newest pets: revalidated at each use.
+		if etag.Set(hdr, r.Header, h.body.Bytes(), hdr.Get("Content-Type"), etag.Revalidate) {
 			delete(hdr, "Content-Type")
 			w.WriteHeader(http.StatusNotModified)
 			return

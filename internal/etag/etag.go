@@ -12,6 +12,26 @@ import (
 	"github.com/cespare/xxhash/v2"
 )
 
+// Cache-Control of the answers that carry a validator. Every answer is private: it needs a key,
+// and its rate-limit headers are the caller's own, so that a shared cache must neither store
+// nor replay it. Immutable is for an answer that never changes while nothing but the API writes
+// the pets (a full page that another follows, a single pet): a client may keep it for good.
+// Anything else, the last page of a listing above all, must be revalidated at each use.
+const (
+	Immutable  = "private, max-age=31536000, immutable"
+	Revalidate = "private, no-cache"
+)
+
+// Set gives the answer whose headers are h, and whose body and header value are those of Of,
+// its ETag and the Cache-Control cc, and reports whether req's If-None-Match matches the tag
+// (NoneMatch): the answer is then 304 Not Modified, without a body.
+func Set(h, req http.Header, body []byte, header, cc string) (notModified bool) {
+	tag := Of(body, header)
+	h["Etag"] = []string{tag}
+	h["Cache-Control"] = []string{cc}
+	return NoneMatch(req, tag)
+}
+
 // Of returns the strong entity tag of an answer: its body, and header, the header values that
 // change with it. The tag is the quoted xxHash64 of both, each closed by a zero byte. On the
 // path of every read, it allocates only the tag.

@@ -91,3 +91,25 @@ func FuzzNoneMatch(f *testing.F) {
 		}
 	})
 }
+
+// TestSet: Set gives the answer the tag of Of and the Cache-Control asked for, and reports a
+// match of If-None-Match, weak or strong, and nothing else.
+func TestSet(t *testing.T) {
+	body, link := []byte(`[{"id":1}]`), `</v1/pets?after=x>; rel="next"`
+	tag := etag.Of(body, link)
+	for _, c := range []struct {
+		inm  string
+		want bool
+	}{{"", false}, {tag, true}, {"W/" + tag, true}, {`"other"`, false}, {`"other", ` + tag, true}} {
+		h, req := http.Header{}, http.Header{}
+		if c.inm != "" {
+			req.Set("If-None-Match", c.inm)
+		}
+		if got := etag.Set(h, req, body, link, etag.Immutable); got != c.want {
+			t.Errorf("If-None-Match %q: Set = %v; want %v", c.inm, got, c.want)
+		}
+		if h.Get("ETag") != tag || h.Get("Cache-Control") != etag.Immutable {
+			t.Errorf("If-None-Match %q: headers %v; want ETag %s and Cache-Control %q", c.inm, h, tag, etag.Immutable)
+		}
+	}
+}
