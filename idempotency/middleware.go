@@ -110,7 +110,7 @@ func (s *Records) scopeOf(c *gin.Context, key string) (scope, error) {
 // readBody reads r's body (jsonbody.Read: at most jsonbody.MaxBytes) and replaces it by a
 // reader of the bytes read.
 func readBody(r *http.Request) ([]byte, error) {
-	body, err := jsonbody.Read(r.Body)
+	body, err := jsonbody.Read(r.Body, r.ContentLength)
 	if err != nil {
 		return nil, err
 	}

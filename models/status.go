@@ -56,6 +56,17 @@ func ParsePetStatus(s string) (PetStatus, error) {
 	return "", apierr.Invalid("status must be one of available, pending, sold; got %q", s)
 }
 
+// LookupPetStatus returns the status that b spells exactly, and whether it spells one; unlike
+// ParsePetStatus it copies nothing, for readers of request bodies.
+func LookupPetStatus(b []byte) (PetStatus, bool) {
+	for _, st := range statusValues {
+		if string(b) == string(st) {
+			return st, true
+		}
+	}
+	return "", false
+}
+
 // UnmarshalJSON parses the REST spelling. A string without escapes, as every request sends
 // it, is read as it stands: the decoders that call it have checked that b is valid JSON.
 func (s *PetStatus) UnmarshalJSON(b []byte) error {

@@ -32,7 +32,7 @@ func decodeParams(body []byte) (*graphql.RawParams, error) {
 // readBody reads the body of a POST as jsonbody.Read does (413 past jsonbody.MaxBytes), and
 // refuses a batch: a JSON array of operations.
 func readBody(r *http.Request) ([]byte, *apierr.Error) {
-	body, err := jsonbody.Read(r.Body)
+	body, err := jsonbody.Read(r.Body, r.ContentLength)
 	if err != nil {
 		return nil, apierr.From(err)
 	}

@@ -16,16 +16,31 @@ var ErrTooLarge = apierr.New(apierr.PayloadTooLarge, "the request body must be a
 
 // Read reads a request body of at most MaxBytes: ErrTooLarge past it (whether r stops there,
 // as an http.MaxBytesReader does, or not), an invalid_request error when it cannot be read.
-func Read(r io.Reader) ([]byte, error) {
+// length is the length the request announced (-1 when unknown); the body is read into a
+// buffer of that size, not grown to it as io.ReadAll would.
+func Read(r io.Reader, length int64) ([]byte, error) {
 	if r == nil {
 		return nil, nil
 	}
-	body, err := io.ReadAll(io.LimitReader(r, MaxBytes+1))
-	if errors.As(err, new(*http.MaxBytesError)) || len(body) > MaxBytes {
-		return nil, ErrTooLarge
+	size := 512
+	if length >= 0 && length <= MaxBytes {
+		size = int(length) + 1 // the byte past the length lets the last Read see io.EOF
 	}
-	if err != nil {
-		return nil, apierr.Invalid("the request body could not be read")
+	body := make([]byte, 0, size)
+	lr := io.LimitedReader{R: r, N: MaxBytes + 1}
+	for {
+		if len(body) == cap(body) {
+			body = append(body, 0)[:len(body)]
+		}
+		n, err := lr.Read(body[len(body):cap(body)])
+		body = body[:len(body)+n]
+		switch {
+		case len(body) > MaxBytes || errors.As(err, new(*http.MaxBytesError)):
+			return nil, ErrTooLarge
+		case err == io.EOF:
+			return body, nil
+		case err != nil:
+			return nil, apierr.Invalid("the request body could not be read")
+		}
 	}
-	return body, nil
 }
