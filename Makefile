@@ -127,7 +127,7 @@ reference-assets:
 	reference/update-assets.sh
 
 # Measures the service, its page cache on and off, beside a tuned Gin + GORM server and a
-# net/http + database/sql one (perf/bench/README.md): about 17 minutes; needs MariaDB and
+# net/http + database/sql one (perf/bench/README.md): about 28 minutes; needs MariaDB and
 # Redis. Not part of `make test`.
 bench:
 	cd perf && $(GO) run ./bench/cmd $(BENCHFLAGS)

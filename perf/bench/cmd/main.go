@@ -5,7 +5,7 @@
 // table of requests/s, p50, p99 and the CPU time per request of the server and of the driver
 // (medians across rounds) with the ratios of issues 6, 15 and 29 and their targets.
 //
-//	go run ./bench/cmd                 # the full bench: 3 rounds of 10 s per workload and server
+//	go run ./bench/cmd                 # the full bench: 5 rounds of 10 s per workload and server
 //	go run ./bench/cmd -smoke          # CI: 1 round of 2 s, 1,000 rows; only errors fail it
 //	go run ./bench/cmd -only list,post # some rows only
 //
@@ -98,7 +98,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
 	cfg := config{
 		mysql: "mysql://root:@127.0.0.1:3306/petstore_bench", redis: "redis://127.0.0.1:6379/0",
-		rounds: 3, round: 10 * time.Second, warmup: 2 * time.Second, settle: time.Second, conns: 64,
+		rounds: 5, round: 10 * time.Second, warmup: 2 * time.Second, settle: time.Second, conns: 64,
 		rows: 10_000, pageRows: 100_000, pageLimit: 100, rssFor: time.Minute,
 	}
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
