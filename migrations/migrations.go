@@ -80,7 +80,8 @@ func up(ctx context.Context, db *sql.DB, dialect string, gooseDialect goose.Dial
 		return 0, fmt.Errorf("migrations: %w", err)
 	}
 	for _, r := range results {
-		slog.InfoContext(ctx, "migration applied", "version", r.Source.Version, "file", r.Source.Path, "took", r.Duration)
+		slog.InfoContext(ctx, "migration applied", "version", r.Source.Version, "file", r.Source.Path,
+			"duration_ms", float64(r.Duration.Microseconds())/1000)
 	}
 	return len(results), nil
 }
