@@ -137,7 +137,7 @@ func waitForLockWait(t *testing.T, db *store.DB, page chan response) {
 		}
 		var n int
 		if err := db.SQL().QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST
-			WHERE ID <> CONNECTION_ID() AND INFO LIKE '%FROM pets%LOCK IN SHARE MODE%'`).Scan(&n); err != nil {
+			WHERE ID <> CONNECTION_ID() AND DB = DATABASE() AND INFO LIKE '%FROM pets%LOCK IN SHARE MODE%'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n > 0 {
@@ -182,7 +182,7 @@ func TestStuckPageFreesItsServerThread(t *testing.T) {
 	for range 100 { // up to 2 s more
 		var n int
 		if err := db.SQL().QueryRow(`SELECT COUNT(*) FROM information_schema.PROCESSLIST
-			WHERE ID <> CONNECTION_ID() AND INFO LIKE '%FROM pets%LOCK IN SHARE MODE%'`).Scan(&n); err != nil {
+			WHERE ID <> CONNECTION_ID() AND DB = DATABASE() AND INFO LIKE '%FROM pets%LOCK IN SHARE MODE%'`).Scan(&n); err != nil {
 			t.Fatal(err)
 		}
 		if n == 0 {
