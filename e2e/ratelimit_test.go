@@ -211,8 +211,8 @@ func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
 		req  request
 		want int
 	}{
-		{"HEAD", request{method: http.MethodHead, path: "/v1/pets"}, http.StatusMethodNotAllowed},
-		{"HEAD of the OpenAPI document", request{method: http.MethodHead, path: "/v1/openapi.json"}, http.StatusMethodNotAllowed},
+		{"HEAD", request{method: http.MethodHead, path: "/v1/pets"}, http.StatusOK},
+		{"HEAD of the GraphQL endpoint", request{method: http.MethodHead, path: "/v1/graphql"}, http.StatusMethodNotAllowed},
 		{"plain OPTIONS", request{method: http.MethodOptions, path: "/v1/pets"}, http.StatusMethodNotAllowed},
 		{"GraphQL 413", request{method: http.MethodPost, path: "/v1/graphql", body: strings.Repeat(" ", jsonbody.MaxBytes) + "{}", header: gql}, http.StatusRequestEntityTooLarge},
 		{"GraphQL 415", request{method: http.MethodPost, path: "/v1/graphql", body: "{}", header: http.Header{"Content-Type": {"text/plain"}}}, http.StatusUnsupportedMediaType},

@@ -96,8 +96,8 @@ func TestMethodNotAllowedListsAllowed(t *testing.T) {
 	t.Parallel()
 	api := newTestAPI(t, dbtestSQLite(t))
 	resp := api.do(t, request{method: http.MethodDelete, path: "/v1/pets"})
-	if got := resp.header.Get("Allow"); got != "GET, POST" {
-		t.Errorf("Allow: got %q; want %q", got, "GET, POST")
+	if got := resp.header.Get("Allow"); got != "GET, HEAD, POST" {
+		t.Errorf("Allow: got %q; want %q", got, "GET, HEAD, POST")
 	}
 }
 

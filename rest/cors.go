@@ -30,7 +30,7 @@ func AllowsOrigin(origins []string) func(*http.Request) bool {
 func newCORS(origins []string) *cors.Cors {
 	return cors.New(cors.Options{
 		AllowedOrigins: origins,
-		AllowedMethods: []string{http.MethodGet, http.MethodPost},
+		AllowedMethods: []string{http.MethodGet, http.MethodHead, http.MethodPost},
 		AllowedHeaders: []string{"Authorization", "Content-Type", "Accept", "Idempotency-Key", "X-Request-ID"},
 		ExposedHeaders: []string{
 			"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy",

@@ -87,24 +87,24 @@ func NewRouter(d Deps) *gin.Engine {
 	r.NoRoute(slices.Concat(underV1(ident), []gin.HandlerFunc{atRoot(d.Reference != nil), notFound})...)
 	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
-	r.GET("/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
-	r.GET("/readyz", ready(d.Ready, d.Draining))
+	get(r, "/healthz", func(c *gin.Context) { c.JSON(http.StatusOK, gin.H{"status": "ok"}) })
+	get(r, "/readyz", ready(d.Ready, d.Draining))
 	if d.Metrics != nil && !d.MetricsOff {
-		r.GET("/metrics", gin.WrapH(d.Metrics.Handler()))
+		get(r, "/metrics", gin.WrapH(d.Metrics.Handler()))
 	}
 
 	v1 := r.Group("/v1")
-	v1.GET("/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
+	get(v1, "/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
 	if d.Playground != nil {
-		v1.GET("/playground", gin.WrapH(d.Playground))
-		v1.GET("/playground/assets/*asset", gin.WrapH(d.Playground))
+		get(v1, "/playground", gin.WrapH(d.Playground))
+		get(v1, "/playground/assets/*asset", gin.WrapH(d.Playground))
 	}
 	if d.Reference != nil {
-		v1.GET("/docs", gin.WrapH(d.Reference))
-		v1.GET("/docs/assets/*asset", gin.WrapH(d.Reference))
+		get(v1, "/docs", gin.WrapH(d.Reference))
+		get(v1, "/docs/assets/*asset", gin.WrapH(d.Reference))
 	}
 	if d.SDL != nil {
-		v1.GET("/graphql/schema.graphql", serveSDL(d.SDL))
+		get(v1, "/graphql/schema.graphql", serveSDL(d.SDL))
 	}
 
 	// Every API route: identify and charge, refuse oversized requests and the unidentified,
@@ -112,15 +112,15 @@ func NewRouter(d Deps) *gin.Engine {
 	chain := slices.Concat(ident, []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
-	api.GET("/pets", listPets(d.Resolver, d.Immutable))
+	get(api, "/pets", listPets(d.Resolver, d.Immutable))
 	create := []gin.HandlerFunc{createPet(m)}
 	if d.Idempotent != nil {
 		create = slices.Insert(create, 0, d.Idempotent)
 	}
 	api.POST("/pets", create...)
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
-	v1.GET("/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
-	api.GET("/store/orders", listOrders)
+	get(v1, "/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
+	get(api, "/store/orders", listOrders)
 	// A WebSocket upgrade is identified and charged, but its key may come in connection_init:
 	// one without a key is charged there, to the key.
 	gql := slices.Concat(identify(d, d.Keyless), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
@@ -128,13 +128,21 @@ func NewRouter(d Deps) *gin.Engine {
 	if d.Playground != nil {
 		gql = slices.Insert(gql, 0, toPlayground) // a browser opening the endpoint gets the playground
 	}
-	v1.GET("/graphql", gql...)
+	v1.GET("/graphql", gql...) // GraphQL over HTTP defines GET and POST only
 	post := []gin.HandlerFunc{gin.WrapH(d.GraphQL)}
 	if d.Stream != nil {
 		post = slices.Insert(post, 0, d.Stream)
 	}
 	api.POST("/graphql", post...)
 	return r
+}
+
+// get routes GET and HEAD on path to handlers: a HEAD is answered as its GET, identified,
+// charged and validated alike, its body dropped by net/http, as RFC 9110 asks every server to
+// answer HEAD where it answers GET.
+func get(g gin.IRoutes, path string, handlers ...gin.HandlerFunc) {
+	g.GET(path, handlers...)
+	g.HEAD(path, handlers...)
 }
 
 // requireOrUpgrade returns auth.Require, or upgrade for a WebSocket upgrade when upgrade is
