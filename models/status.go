@@ -1,7 +1,6 @@
 package models
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -67,13 +66,10 @@ func LookupPetStatus(b []byte) (PetStatus, bool) {
 	return "", false
 }
 
-// UnmarshalJSON parses the REST spelling. A string without escapes, as every request sends
-// it, is read as it stands: the decoders that call it have checked that b is valid JSON.
+// UnmarshalJSON parses the REST spelling.
 func (s *PetStatus) UnmarshalJSON(b []byte) error {
 	var str string
-	if n := len(b); n >= 2 && b[0] == '"' && b[n-1] == '"' && bytes.IndexByte(b, '\\') < 0 {
-		str = string(b[1 : n-1])
-	} else if err := json.Unmarshal(b, &str); err != nil {
+	if err := json.Unmarshal(b, &str); err != nil {
 		return apierr.Invalid("status must be one of available, pending, sold")
 	}
 	st, err := ParsePetStatus(str)
