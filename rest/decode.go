@@ -4,6 +4,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"unicode/utf8"
 
@@ -141,49 +142,43 @@ func readJSON(r *http.Request) ([]byte, error) {
 // members name (a string without escapes), categoryId (an integer) and status (a valid
 // status), each at most once, in any order. For anything else it reports false, and
 // fullNewPet reads the body; for a body it takes, it returns what fullNewPet returns
-// (FuzzDecodeNewPet compares them), some twenty times faster than the reflective decoder.
+// (FuzzDecodeNewPet compares them), without the reflective decoder's cost.
 func plainNewPet(b []byte) (pet models.NewPet, ok bool) {
 	i := skipSpace(b, 0)
 	if i == len(b) || b[i] != '{' {
 		return pet, false
 	}
-	var seen [3]bool
 	i = skipSpace(b, i+1)
 	if i < len(b) && b[i] == '}' {
 		return pet, skipSpace(b, i+1) == len(b)
 	}
+	var seen [len(newPetMembers)]bool
 	for {
 		name, j, ok := plainString(b, i)
-		if !ok {
+		k := slices.Index(newPetMembers[:], string(name))
+		if !ok || k < 0 || seen[k] {
 			return pet, false
 		}
+		seen[k] = true
 		if i = skipSpace(b, j); i == len(b) || b[i] != ':' {
 			return pet, false
 		}
 		i = skipSpace(b, i+1)
-		switch string(name) {
-		case "name":
-			var s []byte
-			if s, j, ok = plainString(b, i); !ok || seen[0] {
-				return pet, false
+		var s []byte
+		switch k {
+		case 0:
+			s, j, ok = plainString(b, i)
+			pet.Name = string(s)
+		case 1:
+			pet.CategoryID, j, ok = plainInt(b, i)
+		case 2:
+			s, j, ok = plainString(b, i)
+			var st models.PetStatus
+			if st, ok = models.LookupPetStatus(s); ok {
+				pet.Status = &st
 			}
-			pet.Name, seen[0] = string(s), true
-		case "categoryId":
-			if pet.CategoryID, j, ok = plainInt(b, i); !ok || seen[1] {
-				return pet, false
-			}
-			seen[1] = true
-		case "status":
-			var s []byte
-			if s, j, ok = plainString(b, i); !ok || seen[2] {
-				return pet, false
-			}
-			st, ok := models.LookupPetStatus(s)
-			if !ok {
-				return pet, false
-			}
-			pet.Status, seen[2] = &st, true
-		default:
+		}
+		if !ok {
 			return pet, false
 		}
 		switch i = skipSpace(b, j); {
@@ -198,6 +193,9 @@ func plainNewPet(b []byte) (pet models.NewPet, ok bool) {
 		}
 	}
 }
+
+// newPetMembers are the members plainNewPet reads, in the order of its cases.
+var newPetMembers = [...]string{"name", "categoryId", "status"}
 
 // skipSpace returns the index of the first byte of b from i that is not JSON whitespace.
 func skipSpace(b []byte, i int) int {
