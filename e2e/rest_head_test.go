@@ -10,7 +10,8 @@ import (
 
 // TestHeadAnswersAsGet checks over HTTP that HEAD is answered wherever GET is: the GET's status
 // and headers, no body, charged to the key like the GET; and that /v1/graphql, whose GET runs a
-// query, answers HEAD 405 with Allow: GET, POST.
+// query, answers HEAD 405 with Allow: GET, POST. A HEAD whose If-None-Match names the GET's
+// ETag is 304, as the GET would be.
 func TestHeadAnswersAsGet(t *testing.T) {
 	t.Parallel()
 	forEachStore(t, func(t *testing.T, api *testAPI) {
@@ -70,6 +71,10 @@ func TestHeadAnswersAsGet(t *testing.T) {
 					t.Errorf("HEAD %s: X-RateLimit-Remaining %d after GET's %d; want HEAD charged like GET", tc.path, hr, gr)
 				}
 			}
+		}
+		g, _ := send(http.MethodGet, "/v1/pets", true)
+		if r := api.do(t, request{method: http.MethodHead, path: "/v1/pets", header: http.Header{"If-None-Match": {g.Header.Get("ETag")}}}); r.status != http.StatusNotModified {
+			t.Errorf("HEAD /v1/pets with If-None-Match of its ETag: got %d; want 304", r.status)
 		}
 		h, _ := send(http.MethodHead, "/v1/graphql?query=%7B%20pets%20%7B%20id%20%7D%20%7D", true)
 		if h.StatusCode != http.StatusMethodNotAllowed || h.Header.Get("Allow") != "GET, POST" {
