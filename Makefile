@@ -11,7 +11,7 @@ VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo unkn
 COMMIT ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 STAMP = -X petstore/internal/version.version=$(VERSION) -X petstore/internal/version.commit=$(COMMIT)
 
-.PHONY: run test lint build generate check-generated check-fastpaths fuzz playground-assets reference-assets ops-check bench bench-smoke soak soak-smoke \
+.PHONY: run test lint build generate check-generated check-fastpaths fuzz playground-assets reference-assets ops-check check-tree bench bench-smoke soak soak-smoke \
 	cluster-test outage-test galera-test image image-test
 
 run:
@@ -91,6 +91,11 @@ outage-test:
 galera-test:
 	$(GO) vet -tags galera ./e2e/
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/
+
+# Fails when git tracks a build output: a binary executable, or a file over 1 MiB outside the
+# vendored page assets (tools/tracked-files/check.sh). CI runs it first.
+check-tree:
+	tools/tracked-files/check.sh
 
 # Regenerates graph/generated.go from graph/schema.graphqls with the gqlgen pinned in go.mod,
 # its list marshalling pointed at graph.marshalList (tools/gqlgen; see graph/slice.go), and
