@@ -20,7 +20,7 @@ import (
 // open stay open and get their pets; new ones get the rate limiter's failure policy: failing
 // open, the caps of each instance (never more); failing closed, 503 unavailable with
 // Retry-After (SSE) and the protocol's error (WebSocket). When Redis returns, empty, the
-// renewals put the leases back while the key is under its cap, and cut off (4429) the
+// renewals put the leases back while the key is under its cap, and cut off (1013) the
 // connections whose leases would take it past: the caps hold across both instances again.
 func TestSubscriptionCapsRedisDown(t *testing.T) {
 	t.Parallel()
@@ -72,18 +72,18 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 				var keptSubs []string
 				within(t, 2*live.RenewEvery+2*time.Second, "a connection over the cap cut off", func() bool {
 					switch code := wa.closeCode(); {
-					case code == live.CloseTooMany:
+					case code == live.CloseRetry:
 						kept, keptSubs = wb, []string{"1", "2"}
 					case code != -1:
-						t.Fatalf("a's WebSocket closed with %d; want %d", code, live.CloseTooMany)
+						t.Fatalf("a's WebSocket closed with %d; want %d", code, live.CloseRetry)
 					}
 					switch code := wb.closeCode(); {
-					case code == live.CloseTooMany && kept != nil:
+					case code == live.CloseRetry && kept != nil:
 						t.Fatal("both WebSockets cut off; want the one over the cap")
-					case code == live.CloseTooMany:
+					case code == live.CloseRetry:
 						kept, keptSubs = wa, []string{"1"}
 					case code != -1:
-						t.Fatalf("b's WebSocket closed with %d; want %d", code, live.CloseTooMany)
+						t.Fatalf("b's WebSocket closed with %d; want %d", code, live.CloseRetry)
 					}
 					return kept != nil
 				})
@@ -139,8 +139,9 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 // its data while a free key holds its 2 subscriptions and 2 connections on instance a (a
 // WebSocket with one subscription, and an SSE stream); another instance, b, admits 2 streams
 // of the key at once, as Redis holds none. The next renewal of a finds the key at its cap and
-// does not put a's leases back: a closes its WebSocket with 4429 and ends its stream with a
-// RATE_LIMITED error event, b's streams go on, and the key holds 2 subscriptions, no more.
+// does not put a's leases back: a closes its WebSocket with 1013 and ends its stream with a
+// comment saying why and no complete (both for the client to retry), b's streams go on, and the
+// key holds 2 subscriptions, no more.
 func TestSubscriptionCapsRedisLosesData(t *testing.T) {
 	t.Parallel()
 	r := dbtest.NewRedisServer(t)
@@ -196,16 +197,16 @@ func TestSubscriptionCapsRedisLosesData(t *testing.T) {
 	}
 
 	renewed := time.Now()
-	if code, reason := wa.closeStatus(live.RenewEvery + 2*time.Second); code != live.CloseTooMany {
-		t.Fatalf("a's WebSocket: close %d %q; want %d once a renews", code, reason, live.CloseTooMany)
+	if code, reason := wa.closeStatus(live.RenewEvery + 2*time.Second); code != live.CloseRetry || reason != live.ReasonOverCap {
+		t.Fatalf("a's WebSocket: close %d %q; want %d %q once a renews", code, reason, live.CloseRetry, live.ReasonOverCap)
 	}
 	var tail []string
 	for e := range aEvents {
 		tail = append(tail, e)
 	}
 	t.Logf("a cut off %v after b's streams: %q", time.Since(renewed).Round(time.Millisecond), tail)
-	if len(tail) != 2 || !strings.Contains(tail[0], "RATE_LIMITED") || tail[1] != "complete " {
-		t.Fatalf("a's stream ended with %q; want a RATE_LIMITED error event, then complete", tail)
+	if len(tail) != 1 || tail[0] != ": "+live.ReasonOverCap {
+		t.Fatalf("a's stream ended with %q; want only a comment saying why (no complete: the client retries)", tail)
 	}
 	a.sseOverCap(t, key)
 	b.sseOverCap(t, key)

@@ -227,6 +227,8 @@ func sseEvents(body io.Reader) <-chan string {
 				ev = strings.TrimPrefix(line, "event: ")
 			case strings.HasPrefix(line, "data: "):
 				data = strings.TrimPrefix(line, "data: ")
+			case strings.HasPrefix(line, ": "): // a comment with text, saying why a stream ends
+				ch <- line
 			case line == "" && ev != "":
 				ch <- ev + " " + data
 				ev, data = "", ""

@@ -15,8 +15,8 @@ var slotNames = map[string]string{"conns": "connections", "subs": "subscriptions
 // nothing. Over the cap it refuses as this instance's cap does. When Redis fails,
 // RegistryOptions.FailOpen decides: the slots are held here (renewals add their leases once
 // Redis answers, while the key is under its cap), or refused as unavailable. A lease that a
-// renewal finds lost and cannot add again under the cap cuts c off (CloseTooMany,
-// ReasonOverCap).
+// renewal finds lost and cannot add again under the cap cuts c off (CloseRetry,
+// ReasonOverCap, counted as over_cap): the client may come back once the key has room.
 func (r *Registry) share(ctx context.Context, c *Conn, n int, kinds ...string) (func(), error) {
 	l := r.opts.Leases
 	if l == nil {
@@ -37,7 +37,7 @@ func (r *Registry) share(ctx context.Context, c *Conn, n int, kinds ...string) (
 			return nil, err
 		}
 	}
-	l.keep(sets, tokens, n, func() { c.Cut(CloseTooMany, ReasonOverCap) })
+	l.keep(sets, tokens, n, func() { c.cutAs("over_cap", CloseRetry, ReasonOverCap) })
 	return func() { l.releaseEach(sets, tokens) }, nil
 }
 

@@ -3,16 +3,17 @@ package live
 import "petstore/apierr"
 
 // Close codes of a WebSocket the service closes. The 44xx ones are graphql-transport-ws's,
-// given to graphql-ws sockets too.
+// given to graphql-ws sockets too. A client may reconnect after 1001 and 1013 (Retryable); the
+// others are final.
 const (
 	CloseGoingAway   = 1001 // the instance shuts down: reconnect (elsewhere) and resume with after
 	CloseSlow        = 1008 // policy violation: the subscriber did not keep up
-	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed, or the instance drains
+	CloseRetry       = 1013 // try again later: the database or the Redis of the caps failed or lost the slot, or the instance drains
 	CloseBadRequest  = 4400 // MaxRefusedInRow refused operations in a row, or a message the protocol forbids
 	CloseForbidden   = 4403 // missing, unknown, revoked or suspended key
 	CloseInitTimeout = 4408 // no connection_init in time
 	CloseDuplicateID = 4409 // a subscribe (start) with the id of an operation still active
-	CloseTooMany     = 4429 // the key holds as many connections as its plan allows
+	CloseTooMany     = 4429 // at connection_init: the key holds as many connections as its plan allows
 	CloseInitAgain   = 4429 // a second connection_init
 )
 
@@ -25,6 +26,14 @@ const ReasonOverCap = "the API key holds as many connections or subscriptions as
 
 // ReasonShutdown is the close reason when the instance shuts down.
 const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
+
+// Retryable reports whether a client may reconnect, and resume with after, once the service
+// closed its connection with code: the instance shut down or drains (1001), or something the
+// connection relies on failed or lost its state (1013). The graphql-ws client retries these
+// codes. An operation cut off with one is not completed first (graphql-ws would take the
+// complete as the end of the subscription and not resume it), and an SSE stream cut off with
+// one ends without its complete event, which the graphql-sse client retries.
+func Retryable(code int) bool { return code == CloseGoingAway || code == CloseRetry }
 
 // closeReason cuts s to the 123 bytes a close frame allows.
 func closeReason(s string) string {
@@ -43,19 +52,14 @@ func cutLabel(code int) string {
 		return "revoked"
 	case CloseGoingAway:
 		return "shutdown"
-	case CloseTooMany:
-		return "over_cap"
 	}
 	return "error"
 }
 
-// cutCode returns the error code of an SSE stream cut off with the close code code.
+// cutCode returns the error code of an SSE stream cut off with the final close code code.
 func cutCode(code int) apierr.Code {
-	switch code {
-	case CloseForbidden:
+	if code == CloseForbidden {
 		return apierr.Unauthorized
-	case CloseTooMany:
-		return apierr.RateLimited
 	}
 	return apierr.Unavailable
 }

@@ -58,8 +58,12 @@ func (c *Conn) charge(ctx context.Context) error {
 	return c.reg.opts.Charge(ctx, c.principal)
 }
 
-// Cut closes c with code and reason; the first call wins.
-func (c *Conn) Cut(code int, reason string) {
+// Cut closes c with code and reason, counted under the reason label of code (cutLabel); the
+// first call wins.
+func (c *Conn) Cut(code int, reason string) { c.cutAs(cutLabel(code), code, reason) }
+
+// cutAs is Cut counted under the reason label label.
+func (c *Conn) cutAs(label string, code int, reason string) {
 	c.mu.Lock()
 	if c.code != 0 {
 		c.mu.Unlock()
@@ -67,7 +71,7 @@ func (c *Conn) Cut(code int, reason string) {
 	}
 	c.code, c.reason = code, reason
 	c.mu.Unlock()
-	c.reg.hub.metrics.cutOff.WithLabelValues(cutLabel(code)).Inc()
+	c.reg.hub.metrics.cutOff.WithLabelValues(label).Inc()
 	if f := c.writeDeadline.Load(); f != nil && code == CloseSlow {
 		_ = (*f)(time.Now()) // it reads nothing: a write under way fails now, not at its deadline
 	}
@@ -100,16 +104,21 @@ func (c *Conn) endWith(err *apierr.Error) {
 	}
 }
 
-// endEvent returns the error event that ends the stream of c, nil when none does: it was
-// neither cut off nor ended with an error.
-func (c *Conn) endEvent() []byte {
+// endEvent returns what ends the stream of c before its complete event, nil when nothing does
+// (it was neither cut off nor ended with an error), and whether the complete event follows. A
+// stream ended with an error, or cut off for good, gets an error event saying why, then
+// complete; one cut off with a Retryable code gets a comment saying why and no complete, so
+// that its client reconnects (graphql-sse retries a stream that ends without complete).
+func (c *Conn) endEvent() (ev []byte, complete bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.ended != nil:
-		return errorEvent(c.ended.Code, c.ended.Message)
+		return errorEvent(c.ended.Code, c.ended.Message), true
+	case c.code != 0 && Retryable(c.code):
+		return commentEvent(c.reason), false
 	case c.code != 0:
-		return errorEvent(cutCode(c.code), c.reason)
+		return errorEvent(cutCode(c.code), c.reason), true
 	}
-	return nil
+	return nil, true
 }

@@ -133,19 +133,21 @@ func isKind(v []byte, first byte) bool {
 }
 
 // sent notes b, a message written to the peer: the server's complete or error ends the
-// operation of its id. Most messages, events included, are known by their bytes not to be.
-func (s *protocolState) sent(b []byte) {
+// operation of its id. It reports whether b is a complete. Most messages, events included, are
+// known by their bytes to be neither.
+func (s *protocolState) sent(b []byte) (complete bool) {
 	if !bytes.Contains(b, []byte(`"complete"`)) && !bytes.Contains(b, []byte(`"error"`)) {
-		return
+		return false
 	}
 	var m struct {
 		Type string `json:"type"`
 		ID   string `json:"id"`
 	}
 	if json.Unmarshal(b, &m) != nil || (m.Type != "complete" && m.Type != "error") {
-		return
+		return false
 	}
 	s.mu.Lock()
 	delete(s.active, m.ID)
 	s.mu.Unlock()
+	return m.Type == "complete"
 }

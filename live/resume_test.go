@@ -55,8 +55,9 @@ func TestOverflowPagesCharged(t *testing.T) {
 		last = ev.Pet.ID
 		n++
 	}
-	if ev := string(c.endEvent()); n != 4+2*readPage || charges.Load() != 3 || !strings.Contains(ev, "RATE_LIMITED") {
-		t.Fatalf("%d pets, %d charges, then %q; want %d pets, 3 charges (the last refused), then RATE_LIMITED",
-			n, charges.Load(), ev, 4+2*readPage)
+	ev, complete := c.endEvent()
+	if n != 4+2*readPage || charges.Load() != 3 || !strings.Contains(string(ev), "RATE_LIMITED") || !complete {
+		t.Fatalf("%d pets, %d charges, then %q (complete %v); want %d pets, 3 charges (the last refused), then RATE_LIMITED and complete",
+			n, charges.Load(), ev, complete, 4+2*readPage)
 	}
 }

@@ -88,9 +88,9 @@ func (w *chunkedWriter) end() {
 	w.ended = true
 }
 
-// sseWriter bounds each write of a stream with deadline, and puts an error event saying why
-// before the complete event of a stream that was cut off or ended with an error
-// (Conn.endEvent).
+// sseWriter bounds each write of a stream with deadline, and puts what Conn.endEvent says
+// before, or in place of, the complete event of a stream that was cut off or ended with an
+// error.
 type sseWriter struct {
 	http.ResponseWriter // and http.Flusher
 	deadline            func(time.Time) error
@@ -100,13 +100,17 @@ type sseWriter struct {
 
 var completeEvent = []byte("event: complete")
 
-// Write writes b within the write timeout, after an error event saying why when b completes a
-// stream that was cut off or ended with an error.
+// Write writes b within the write timeout; when b completes a stream that was cut off or ended
+// with an error, Conn.endEvent's event comes first, and the complete event only if it says so.
 func (w *sseWriter) Write(b []byte) (int, error) {
 	_ = w.deadline(time.Now().Add(w.timeout))
 	if bytes.HasPrefix(b, completeEvent) {
-		if ev := w.conn.endEvent(); ev != nil {
+		ev, complete := w.conn.endEvent()
+		if ev != nil {
 			_, _ = w.ResponseWriter.Write(ev)
+		}
+		if !complete {
+			return len(b), nil
 		}
 	}
 	n, err := w.ResponseWriter.Write(b)
@@ -129,4 +133,10 @@ func errorEvent(code apierr.Code, message string) []byte {
 		"message": message, "extensions": map[string]any{"code": strings.ToUpper(string(code))},
 	}}})
 	return append(append([]byte("event: next\ndata: "), b...), "\n\n"...)
+}
+
+// commentEvent returns an SSE comment saying reason (one line), which clients skip: why a
+// stream that its client should resume ends, for whoever reads the stream by hand.
+func commentEvent(reason string) []byte {
+	return []byte(": " + strings.NewReplacer("\r", " ", "\n", " ").Replace(reason) + "\n\n")
 }

@@ -25,6 +25,7 @@ type wsConn struct {
 	missed  atomic.Int32         // pings sent since the peer last sent something
 	writing atomic.Int32         // writes under way
 	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
+	closing atomic.Bool          // closeWith chose the close: no operation is completed before it
 	proto   protocolState        // what the peer's messages must agree with
 
 	mu          sync.Mutex
@@ -40,6 +41,7 @@ func (c *wsConn) closeWith(code int, reason string) {
 		c.code, c.reason = code, closeReason(reason)
 	}
 	c.mu.Unlock()
+	c.closing.Store(true)
 }
 
 // WriteClose closes with the code closeWith chose, else with code; gqlgen's close for a
@@ -81,7 +83,10 @@ func (c *wsConn) WriteJSON(v any) error {
 
 // write writes v: the events of a subscription (next messages) without marshalling their
 // payload again, the same bytes as json.Marshal writes; other messages marshalled, and noted
-// by the protocol's state before the peer can see them (and reuse their id).
+// by the protocol's state before the peer can see them (and reuse their id). Once closeWith
+// chose the close, a complete is dropped: gqlgen completes each operation as the connection
+// ends, and a complete before a Retryable close would end the subscription for the client
+// instead of letting it resume; the close frame says why.
 func (c *wsConn) write(v any) error {
 	if payload, id, ok := nextMessage(v); ok {
 		return c.writeNext(payload, id)
@@ -90,7 +95,9 @@ func (c *wsConn) write(v any) error {
 	if err != nil {
 		return err
 	}
-	c.proto.sent(b)
+	if c.proto.sent(b) && c.closing.Load() {
+		return nil
+	}
 	return c.writeText(b)
 }
 
