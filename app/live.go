@@ -46,6 +46,7 @@ func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, petStor
 	hubOpts := live.HubOptions{Read: petStore.After, LastID: petStore.LastID, Metrics: lm}
 	regOpts := live.RegistryOptions{
 		Caps:      caps,
+		Capacity:  liveCapacity(cfg),
 		Check:     live.KeyCheck(db.DB, limiter.Suspended),
 		Charge:    limiter.Charge,
 		FailOpen:  rl.FailOpen,

@@ -27,36 +27,38 @@ import (
 
 // Config is every setting of the service.
 type Config struct {
-	Addr             string        // listen address
-	DebugAddr        string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
-	MetricsAddr      string        // listen address of GET /metrics, then off the API's listener; empty: on the API's listener
-	DB               string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
-	Replicas         []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
-	RedisURL         string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
-	Env              string        // development, staging or production
-	PublicURL        string        // production base address, ending in /v1
-	StagingURL       string        // staging base address, ending in /v1
-	ContactEmail     string        // email address of the API's support, the OpenAPI document's info.contact
-	ContactURL       string        // web page of the API's support, in info.contact with the email; empty: none
-	Pool             store.Pool    // MySQL connection pool
-	DBTimeout        time.Duration // how long one database statement may take before the request fails with 503
-	KeyCacheTTL      time.Duration // how long a key lookup is trusted: the bound on revocation
-	DrainDelay       time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
-	ShutdownTimeout  time.Duration // how long SIGTERM waits for in-flight requests
-	HeaderTimeout    time.Duration // how long a client may take to send the request headers
-	BodyTimeout      time.Duration // how long a client may take to send the whole request
-	WSPingInterval   time.Duration // how often every WebSocket is pinged; three without an answer close it
-	WSPendingPerAddr int           // WebSockets without a valid key in their upgrade that one client address may hold before connection_init
-	LogLevel         slog.Level    // debug, info, warn or error
-	CORSOrigins      []string      // browser origins allowed to call the API; none by default
-	TrustedProxies   []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
-	IdempotencyTTL   time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
-	APQTTL           time.Duration // how long a persisted GraphQL query stays in Redis after its last use
-	DevKeyPlan       string        // development: the plan of the key made on the first start
-	PageCacheBytes   int           // most bytes of settled pages kept in memory (pets.PageCache); 0: off
-	GraphQL          graph.Options
-	RateLimit        ratelimit.Config
-	Tracing          bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
+	Addr               string        // listen address
+	DebugAddr          string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
+	MetricsAddr        string        // listen address of GET /metrics, then off the API's listener; empty: on the API's listener
+	DB                 string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	Replicas           []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
+	RedisURL           string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
+	Env                string        // development, staging or production
+	PublicURL          string        // production base address, ending in /v1
+	StagingURL         string        // staging base address, ending in /v1
+	ContactEmail       string        // email address of the API's support, the OpenAPI document's info.contact
+	ContactURL         string        // web page of the API's support, in info.contact with the email; empty: none
+	Pool               store.Pool    // MySQL connection pool
+	DBTimeout          time.Duration // how long one database statement may take before the request fails with 503
+	KeyCacheTTL        time.Duration // how long a key lookup is trusted: the bound on revocation
+	DrainDelay         time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
+	ShutdownTimeout    time.Duration // how long SIGTERM waits for in-flight requests
+	HeaderTimeout      time.Duration // how long a client may take to send the request headers
+	BodyTimeout        time.Duration // how long a client may take to send the whole request
+	WSPingInterval     time.Duration // how often every WebSocket is pinged; three without an answer close it
+	WSPendingPerAddr   int           // WebSockets without a valid key in their upgrade that one client address may hold before connection_init
+	WSPendingMax       int           // the same on the instance, whatever their addresses; 0: sized from memory (live.CapacityFor)
+	LiveConnectionsMax int           // WebSockets and SSE streams the instance holds; 0: sized from memory (live.CapacityFor)
+	LogLevel           slog.Level    // debug, info, warn or error
+	CORSOrigins        []string      // browser origins allowed to call the API; none by default
+	TrustedProxies     []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
+	IdempotencyTTL     time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
+	APQTTL             time.Duration // how long a persisted GraphQL query stays in Redis after its last use
+	DevKeyPlan         string        // development: the plan of the key made on the first start
+	PageCacheBytes     int           // most bytes of settled pages kept in memory (pets.PageCache); 0: off
+	GraphQL            graph.Options
+	RateLimit          ratelimit.Config
+	Tracing            bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
 
 // DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
@@ -126,6 +128,9 @@ func (c Config) Validate() error {
 	}
 	if c.WSPendingPerAddr < 1 {
 		return fmt.Errorf("PETSTORE_WS_PENDING_PER_ADDR must be at least 1; got %d", c.WSPendingPerAddr)
+	}
+	if c.WSPendingMax < 0 || c.LiveConnectionsMax < 0 {
+		return errors.New("PETSTORE_WS_PENDING_MAX and PETSTORE_LIVE_CONNECTIONS_MAX must be 0 (sized from memory) or more")
 	}
 	if err := c.Idempotency().Validate(); err != nil {
 		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)

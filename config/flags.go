@@ -81,6 +81,8 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&c.BodyTimeout, "body-timeout", c.BodyTimeout, "how long a client may take to send the whole request")
 	fs.DurationVar(&c.WSPingInterval, "ws-ping-interval", c.WSPingInterval, "how often every WebSocket is pinged; a peer that answers none of three is closed")
 	fs.IntVar(&c.WSPendingPerAddr, "ws-pending-per-addr", c.WSPendingPerAddr, "most WebSockets one client address (an IPv6 /64) may hold before their connection_init names a key; size it for the browser tabs behind your clients' largest NAT")
+	fs.IntVar(&c.WSPendingMax, "ws-pending-max", c.WSPendingMax, "most WebSockets the instance holds before their connection_init names a key, whatever their addresses (503 past it); 0: half of --live-connections-max")
+	fs.IntVar(&c.LiveConnectionsMax, "live-connections-max", c.LiveConnectionsMax, "most WebSockets (initialised or not) and SSE streams the instance holds (503 past it); 0: sized from the memory it may use (GOMEMLIMIT, else its cgroup's limit, else 1 GiB): (memory - 96 MiB) / 32 KiB")
 	fs.DurationVar(&c.IdempotencyTTL, "idempotency-ttl", c.IdempotencyTTL, "how long the answer to an Idempotency-Key is kept (at least 24h)")
 	fs.DurationVar(&c.APQTTL, "apq-ttl", c.APQTTL, "how long a persisted GraphQL query stays in Redis after its last use (0: no expiry)")
 	fs.Var((*byteSize)(&c.PageCacheBytes), "page-cache", "most memory the pages of settled pets kept in process may take (e.g. 2MiB, 512KiB), or off: every page read from the database and every answer to be revalidated. Needs off when anything but this service writes the pets table")

@@ -18,6 +18,10 @@ type Metrics struct {
 	busErrors  prometheus.Counter
 	readErrors prometheus.Counter
 	capErrors  prometheus.Counter
+	conns      prometheus.Gauge
+	pending    prometheus.Gauge
+	limit      *prometheus.GaugeVec
+	refused    *prometheus.CounterVec
 
 	lastBusLog, lastReadLog, lastCapLog atomic.Int64
 }
@@ -45,12 +49,27 @@ func NewMetrics() *Metrics {
 			Name: "petstore_subscription_cap_errors_total",
 			Help: "Calls to Redis for the caps shared by every instance (taking, renewing, removing leases) that failed.",
 		}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_live_connections", Help: "WebSockets (from their upgrade, initialised or not) and SSE streams this instance holds.",
+		}),
+		pending: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "petstore_live_connections_pending", Help: "WebSockets without a valid key in their upgrade whose connection_init has not yet named one.",
+		}),
+		limit: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "petstore_live_connections_limit",
+			Help: "The most this instance holds, sized from its memory: connections (every WebSocket and SSE stream), pending (WebSockets not yet initialised).",
+		}, []string{"kind"}),
+		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "petstore_live_connections_refused_total",
+			Help: "WebSocket upgrades and SSE streams refused, by the limit they met: connections, pending (the instance's), pending_per_address.",
+		}, []string{"limit"}),
 	}
 }
 
 // Collectors returns the series to register.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors, m.capErrors}
+	return []prometheus.Collector{m.active, m.delivered, m.cutOff, m.busErrors, m.readErrors, m.capErrors,
+		m.conns, m.pending, m.limit, m.refused}
 }
 
 // logEvery logs msg with err at most once every 10 seconds, last holding the time of the last

@@ -20,6 +20,9 @@ type CheckFunc func(ctx context.Context, ids []int64) (map[int64]string, error)
 // RegistryOptions are the settings of a Registry.
 type RegistryOptions struct {
 	Caps Caps
+	// Capacity bounds the connections of the instance as a whole; a zero field is sized for
+	// DefaultMemory.
+	Capacity Capacity
 	// Check finds the keys to cut off; nil: none is.
 	Check CheckFunc
 	// Charge charges an operation sent on a WebSocket, or a page of pets a subscription reads
@@ -57,6 +60,7 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 	if o.Caps.PerPlan == nil {
 		o.Caps = DefaultCaps()
 	}
+	o.Capacity = o.Capacity.withDefaults()
 	return o
 }
 
@@ -72,19 +76,24 @@ type Registry struct {
 	stop      context.CancelFunc
 	done      chan struct{}
 
-	mu       sync.Mutex
-	keys     map[int64]*keyConns
-	pending  map[string]int // unauthenticated WebSockets by client address
-	ws       map[*wsConn]struct{}
-	shutdown bool
-	leasing  chan struct{}  // closed when Leases.run has returned; nil until it starts
-	streams  sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
+	mu         sync.Mutex
+	keys       map[int64]*keyConns
+	conns      int            // WebSockets (from their upgrade) and SSE streams: Capacity.Connections
+	pendingAll int            // WebSockets without a key not yet initialised: Capacity.Pending
+	pending    map[string]int // the same by client address: Caps.PendingPerAddr
+	ws         map[*wsConn]struct{}
+	shutdown   bool
+	leasing    chan struct{}  // closed when Leases.run has returned; nil until it starts
+	streams    sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
 }
 
 // NewRegistry returns a Registry whose cut-offs the Hub counts.
 func NewRegistry(hub *Hub, opts RegistryOptions) *Registry {
 	ctx, stop := context.WithCancel(context.Background())
-	return &Registry{opts: opts.withDefaults(), hub: hub, ctx: ctx, stop: stop, done: make(chan struct{}),
+	opts = opts.withDefaults()
+	hub.metrics.limit.WithLabelValues(refusedConnections).Set(float64(opts.Capacity.Connections))
+	hub.metrics.limit.WithLabelValues(refusedPending).Set(float64(opts.Capacity.Pending))
+	return &Registry{opts: opts, hub: hub, ctx: ctx, stop: stop, done: make(chan struct{}),
 		keys: map[int64]*keyConns{}, pending: map[string]int{}, ws: map[*wsConn]struct{}{}}
 }
 

@@ -67,9 +67,13 @@ type sseStream struct {
 	req    *http.Request      // with ctx, its body read beforehand (readRequest)
 }
 
-// openStream opens the connection of a stream of p, and counts the stream among those
-// Shutdown waits for; it fails over the key's caps or once shutdown has begun.
+// openStream opens the connection of a stream of p, counted among the instance's (Capacity)
+// and among the streams Shutdown waits for; it fails past the instance's capacity, over the
+// key's caps or once shutdown has begun.
 func (r *Registry) openStream(reqCtx context.Context, p *auth.Principal, h http.Handler) (*sseStream, error) {
+	if err := r.admitConn(""); err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
 	conn, err := r.open(reqCtx, p, func(int, string) { cancel() }, true)
 	if err == nil && !r.track() {
@@ -78,14 +82,22 @@ func (r *Registry) openStream(reqCtx context.Context, p *auth.Principal, h http.
 	}
 	if err != nil {
 		cancel()
+		r.releaseConn()
 		return nil, err
 	}
 	return &sseStream{reg: r, conn: conn, h: h, ctx: WithConn(ctx, conn), cancel: cancel}, nil
 }
 
-// refuseStream answers a stream that openStream refused.
+// close lets the stream's connection go, and its place among the instance's.
+func (s *sseStream) close() {
+	s.reg.close(s.conn)
+	s.reg.releaseConn()
+}
+
+// refuseStream answers a stream that openStream refused: Retry-After 5 unless the instance is
+// shutting down (1: another instance serves it at once).
 func refuseStream(c *gin.Context, err error) {
-	if apierr.From(err).Code == apierr.RateLimited {
+	if code := apierr.From(err).Code; code == apierr.RateLimited || (code == apierr.Unavailable && err != errShuttingDown) {
 		c.Header("Retry-After", "5")
 	}
 	apierr.Write(c.Writer, c.Request, err)
@@ -130,7 +142,7 @@ func (s *sseStream) serveInRequest(c *gin.Context) {
 	stop := context.AfterFunc(c.Request.Context(), s.cancel) // the client went away
 	defer stop()
 	defer s.cancel()
-	defer s.reg.close(s.conn)
+	defer s.close()
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
 	s.conn.setWriteDeadline(rc.SetWriteDeadline)
@@ -148,7 +160,7 @@ func (s *sseStream) writer(w http.ResponseWriter, deadline func(time.Time) error
 // connection was taken.
 func (s *sseStream) serveDetached(nc net.Conn, sent bool, header http.Header) {
 	defer s.reg.streams.Done()
-	defer s.reg.close(s.conn)
+	defer s.close()
 	defer s.cancel()
 	defer nc.Close()
 	_ = nc.SetDeadline(time.Time{}) // the server's timeouts of the request are over

@@ -20,8 +20,11 @@ import (
 // wsState is what the upgrade leaves in the request context for the WebSocket transport.
 type wsState struct {
 	reg           *Registry
-	authorization string // the upgrade's Authorization header
-	addr          string // the client address, while its pending slot is held
+	authorization string    // the upgrade's Authorization header
+	addr          string    // the client address, while its pending slot is held
+	since         time.Time // of the upgrade, from which the socket has InitTimeout to send connection_init
+	coder         *coderConn
+	first         *firstMessage // read by awaitFirst, for the transport's first read
 	ws            *wsConn
 }
 
@@ -33,8 +36,9 @@ type wsStateKey struct{}
 // that header is charged to nobody here (see KeylessUpgrade), but to its key at
 // connection_init. It refuses with 400 an Origin that is neither the request's own host nor
 // allowed (by the CORS allow-list: rest.AllowsOrigin) and a request that is not a WebSocket
-// handshake; with 429, for an upgrade without a valid key, a client address (clientAddr
-// names it) holding Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
+// handshake; with 503 (Retry-After) an upgrade past the instance's Capacity; with 429, for an
+// upgrade without a valid key, a client address (clientAddr names it) holding
+// Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
 // the connection to h (the GraphQL handler, whose Websocket transport accepts it) on a
 // goroutine of its own and returns: net/http's goroutine, its buffers and the middleware's
 // frames are freed, and the socket costs what the transport keeps.
@@ -51,39 +55,49 @@ func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*ht
 	}
 }
 
-// admitUpgrade returns the state of an upgrade Upgrade accepts, with the pending slot of its
-// client address taken when it carries no valid key, else the refusal.
+// admitUpgrade returns the state of an upgrade Upgrade accepts, counted among the instance's
+// connections (Capacity) and, when it carries no valid key, among the sockets not yet
+// initialised of its client address and of the instance; else the refusal.
 func (r *Registry) admitUpgrade(c *gin.Context, allowed func(*http.Request) bool, clientAddr func(*http.Request) string) (*wsState, error) {
 	req := c.Request
 	if err := Handshake(req, allowed); err != nil {
 		return nil, err
 	}
-	st := &wsState{reg: r, authorization: req.Header.Get("Authorization")}
-	if auth.FromContext(req.Context()) != nil {
-		return st, nil
+	st := &wsState{reg: r, authorization: req.Header.Get("Authorization"), since: time.Now()}
+	if auth.FromContext(req.Context()) == nil {
+		st.addr = clientAddr(req)
 	}
-	st.addr = clientAddr(req)
-	if !r.takePending(st.addr) {
+	if err := r.admitConn(st.addr); err != nil {
 		c.Header("Retry-After", "5")
-		return nil, apierr.New(apierr.RateLimited,
-			"this client address holds %d WebSocket connections not yet initialised, the most allowed", r.opts.Caps.PendingPerAddr)
+		return nil, err
 	}
 	return st, nil
 }
 
-// hijack takes the connection of c from net/http and serves the upgrade with h on a
-// goroutine of its own, with st in its request's context.
+// hijack takes the connection of c from net/http, accepts the WebSocket on it (writing the
+// 101) and serves it on a goroutine of its own, with st in its request's context: the goroutine
+// starts with the smallest stack and parks at once, in wsState.awaitFirst.
 func (r *Registry) hijack(c *gin.Context, st *wsState, h http.Handler) error {
 	conn, brw, err := http.NewResponseController(c.Writer).Hijack()
 	if err != nil {
 		r.releasePending(st)
+		r.releaseConn()
 		return apierr.Wrap(err)
 	}
 	boundSendBuffer(conn)
 	ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(c.Request.Context()), wsStateKey{}, st))
-	context.AfterFunc(ctx, func() { r.releasePending(st) })
+	context.AfterFunc(ctx, func() {
+		r.releasePending(st)
+		r.releaseConn()
+	})
 	w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
-	go w.serve(h, c.Request.WithContext(ctx), cancel)
+	req := c.Request.WithContext(ctx)
+	if !st.accept(w, req) {
+		cancel()
+		_ = conn.Close()
+		return nil
+	}
+	go w.serve(h, req, cancel)
 	return nil
 }
 
@@ -104,8 +118,8 @@ func Handshake(req *http.Request, allowed func(*http.Request) bool) *apierr.Erro
 // KeylessUpgrade reports whether req is a WebSocket handshake that Upgrade accepts and that
 // carries no Authorization header: the router charges it to nobody (its client address
 // included), since a browser cannot set that header and sends its key in connection_init,
-// where the socket is charged to the key. Caps.PendingPerAddr bounds such sockets per address
-// and InitTimeout their life without a key.
+// where the socket is charged to the key. Caps.PendingPerAddr bounds such sockets per address,
+// Capacity.Pending on the instance, and InitTimeout their life without a key.
 func KeylessUpgrade(allowed func(*http.Request) bool) func(*http.Request) bool {
 	return func(req *http.Request) bool {
 		return req.Header.Get("Authorization") == "" && strings.EqualFold(req.Header.Get("Upgrade"), "websocket") &&
@@ -126,48 +140,28 @@ func originAllowed(r *http.Request, allowed func(*http.Request) bool) bool {
 	return allowed(r)
 }
 
-// takePending takes one of addr's slots of sockets not yet initialised, and reports whether
-// one was free.
-func (r *Registry) takePending(addr string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.pending[addr] >= r.opts.Caps.PendingPerAddr {
-		return false
-	}
-	r.pending[addr]++
-	return true
-}
-
-// releasePending gives back the pending slot of st, once.
-func (r *Registry) releasePending(st *wsState) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if st.addr == "" {
-		return
-	}
-	if r.pending[st.addr]--; r.pending[st.addr] <= 0 {
-		delete(r.pending, st.addr)
-	}
-	st.addr = ""
-}
-
 // detachedWriter is the http.ResponseWriter of a hijacked upgrade: it writes the answer's
-// head itself (101, or an error before the upgrade) and hands the connection on.
+// head itself (101, or an error before the upgrade) and hands the connection on, to
+// coder/websocket.
 type detachedWriter struct {
 	conn   net.Conn
 	brw    *bufio.ReadWriter
 	header http.Header
 	wrote  bool
-	taken  bool // the WebSocket took the connection over
 }
 
-// serve runs h on w, then closes the connection unless the WebSocket took it over (its close
-// handshake closes it); cancel ends req's context.
+// serve waits for the first message of the WebSocket accepted on w (wsState.awaitFirst), then
+// runs h, gqlgen's transport, on w, which takes the socket over: its close handshake closes
+// it. cancel ends req's context.
 func (w *detachedWriter) serve(h http.Handler, req *http.Request, cancel context.CancelFunc) {
 	defer cancel()
+	st, _ := req.Context().Value(wsStateKey{}).(*wsState)
+	if !st.awaitFirst(w) {
+		return
+	}
 	h.ServeHTTP(w, req)
-	if !w.taken {
-		_ = w.conn.Close()
+	if st.coder != nil { // the transport did not take it
+		_ = st.coder.ws.CloseNow()
 	}
 }
 
@@ -195,6 +189,5 @@ func (w *detachedWriter) Write(b []byte) (int, error) {
 
 // Hijack hands the connection to coder/websocket.
 func (w *detachedWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
-	w.taken = true
 	return w.conn, w.brw, nil
 }

@@ -158,24 +158,20 @@ func refuse(ctx context.Context, code int, err error) (context.Context, *transpo
 	return ctx, nil, apiError(msg)
 }
 
-// wsImplementation accepts WebSockets with coder/websocket (as gqlgen's own adapter does:
-// coderConn), after the Upgrade middleware: small buffers, no server deadlines carried over
-// from the upgrade request, a deadline on each write, and the close codes the service chooses.
+// wsImplementation hands gqlgen's transport the WebSocket that the Upgrade middleware
+// accepted with coder/websocket (as gqlgen's own adapter does: coderConn) and whose first
+// message it read (wsState.awaitFirst): small buffers, no server deadlines carried over from
+// the upgrade request, a deadline on each write, and the close codes the service chooses.
 type wsImplementation struct{ reg *Registry }
 
-func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, opts transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
+func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, _ transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
 	st, _ := r.Context().Value(wsStateKey{}).(*wsState)
 	dw, ok := w.(*detachedWriter)
-	if st == nil || !ok {
+	if st == nil || st.coder == nil || !ok {
 		return nil, errNoUpgrade
 	}
-	conn, err := acceptCoder(dw, r, opts)
-	if err != nil {
-		return nil, err
-	}
-	dw.header = http.Header{} // the head is written: the socket's goroutine, which holds dw, need not hold it
-	ws := &wsConn{coderConn: conn, net: dw.conn, reg: i.reg}
-	st.ws = ws
+	ws := &wsConn{coderConn: st.coder, net: dw.conn, reg: i.reg, first: st.first}
+	st.coder, st.first, st.ws = nil, nil, ws
 	i.reg.trackWS(r.Context(), ws)
 	return ws, nil
 }

@@ -27,6 +27,7 @@ type wsConn struct {
 	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
 	closing atomic.Bool          // closeWith chose the close: no operation is completed before it
 	proto   protocolState        // what the peer's messages must agree with
+	first   *firstMessage        // read before the transport took the socket; nil once read
 
 	mu          sync.Mutex
 	code        int
@@ -117,7 +118,7 @@ func (c *wsConn) writeFailed(err error) {
 // would run a second operation under an active id, answer a second connection_init with 1002,
 // and end a socket that sends another protocol's message with 1000.
 func (c *wsConn) NextReader() (int, io.Reader, error) {
-	t, data, err := c.coderConn.readMessage()
+	t, data, err := c.readNext()
 	c.missed.Store(0)
 	if err != nil {
 		return t, nil, err
@@ -127,4 +128,14 @@ func (c *wsConn) NextReader() (int, io.Reader, error) {
 		return t, nil, errProtocol
 	}
 	return t, bytes.NewReader(data), nil
+}
+
+// readNext returns the first message, read before the transport took the socket, then the
+// next ones read from it.
+func (c *wsConn) readNext() (int, []byte, error) {
+	if m := c.first; m != nil {
+		c.first = nil
+		return m.typ, m.data, nil
+	}
+	return c.coderConn.readMessage()
 }
