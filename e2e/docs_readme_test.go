@@ -22,7 +22,7 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// TestReadme runs the snippets of README.md (and the Node one of docs/subscriptions.md) as
+// TestReadme runs the snippets of README.md (and the Node ones of docs/subscriptions.md) as
 // written against the program started as `make run` starts it: serve, on the SQLite default
 // (./petstore.db, fresh, in a temporary directory), on a free port of every interface. Only the
 // key (the printed one for the README's) and the port (for 8080) are substituted, and [::] on
@@ -33,8 +33,8 @@ import (
 //     shown when the block's first command runs again;
 //   - the Go client snippet, in the run function of a program of a new module beside the
 //     checkout, made with the README's go mod line, run with go run;
-//   - the Node snippet, with the graphql-ws and ws pinned in tools/readme-js: it prints a pet
-//     added after it subscribed.
+//   - the Node snippets, with the packages pinned in tools/readme-js (graphql-ws and ws,
+//     graphql-sse): each prints a pet added after it subscribed.
 //
 // make test downloads nothing: the go commands are offline (GOPROXY=off), and the Node snippet
 // runs only where tools/readme-js/node_modules is installed; each part skips, saying so,
