@@ -69,13 +69,17 @@ image-test: image
 	PETSTORE_TEST_IMAGE=$(IMAGE) PETSTORE_TEST_ENGINE="$(ENGINE) $(ENGINE_FLAGS)" \
 		$(GO) test -tags image -count=1 -run '^TestImage$$' -v ./e2e/
 
-# A rolling restart under load (e2e/ops_cluster*_test.go, about 15 s): three instances on MariaDB and
-# Redis behind a real HAProxy configured by deploy/haproxy.cfg (Debian's haproxy package), each
-# restarted in turn with SIGTERM; no request may fail, and the pets stored must be exactly those
-# acknowledged with 201.
+# Rolling restarts under load (e2e/ops_cluster*_test.go, about 40 s) behind a real HAProxy
+# configured by deploy/haproxy.cfg (Debian's haproxy package), on MariaDB and Redis. Three
+# instances, each restarted in turn with SIGTERM: no request may fail, and the pets stored must
+# be exactly those acknowledged with 201. Two instances, pets created on one while the other,
+# which the README's graphql-ws client and docs/subscriptions.md's graphql-sse client are
+# subscribed through, is restarted: each client prints every pet acknowledged with 201 once, in
+# id order. The clients' packages (tools/readme-js) are installed with npm ci when missing.
 cluster-test:
 	$(GO) vet -tags cluster ./e2e/
-	$(GO) test -tags cluster -count=1 -run '^TestRollingRestart$$' -v ./e2e/
+	[ -d tools/readme-js/node_modules ] || (cd tools/readme-js && npm ci --silent --no-audit --no-fund)
+	$(GO) test -tags cluster -count=1 -run '^(TestRollingRestart|TestRollingRestartKeepsSubscriptions)$$' -v ./e2e/
 
 # The database cut for 30 s under load, then a minute of recovery (e2e/ops_outage_test.go, about 95 s;
 # make test runs the same test with a 3 s cut): valid keys get only 200 or 503, never 401 or 429.

@@ -22,7 +22,7 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// TestReadme runs the snippets of README.md (and the Node one of docs/subscriptions.md) as
+// TestReadme runs the snippets of README.md (and the Node ones of docs/subscriptions.md) as
 // written against the program started as `make run` starts it: serve, on the SQLite default
 // (./petstore.db, fresh, in a temporary directory), on a free port of every interface. Only the
 // key (the printed one for the README's) and the port (for 8080) are substituted, and [::] on
@@ -33,8 +33,8 @@ import (
 //     shown when the block's first command runs again;
 //   - the Go client snippet, in the run function of a program of a new module beside the
 //     checkout, made with the README's go mod line, run with go run;
-//   - the Node snippet, with the graphql-ws and ws pinned in tools/readme-js: it prints a pet
-//     added after it subscribed.
+//   - the Node snippets, with the packages pinned in tools/readme-js (graphql-ws and ws,
+//     graphql-sse): each prints a pet added after it subscribed.
 //
 // make test downloads nothing: the go commands are offline (GOPROXY=off), and the Node snippet
 // runs only where tools/readme-js/node_modules is installed; each part skips, saying so,
@@ -348,7 +348,7 @@ func checkStream(t *testing.T, prelude string, c, adder shellCommand, s *madeRun
 	}
 	p := startLines(t, "", nil, "bash", "-c", prelude+c.text)
 	defer func() { p.stop(); waitActive(t, s.base, 0) }()
-	p.waitSubscribed(t, s.base, c.text)
+	p.waitSubscribed(t, s.base, 1, c.text)
 	if out, err := bashOutput(prelude + adder.text); err != nil {
 		t.Fatalf("%s\nfailed: %v\n%s", adder.text, err, out)
 	}
@@ -426,11 +426,11 @@ func (p *lineProcess) fatalf(t *testing.T, format string, args ...any) {
 	t.Fatalf(format+"\nit printed then:\n%s\nits stderr:\n%s", append(args, strings.Join(unread, "\n"), p.stderr.String())...)
 }
 
-// waitSubscribed waits, at most 15 s, until the server at base counts one subscription, that
-// of p, the command what.
-func (p *lineProcess) waitSubscribed(t *testing.T, base, what string) {
+// waitSubscribed waits, at most 15 s, until the server at base counts n subscriptions, the
+// last that of p, the command what.
+func (p *lineProcess) waitSubscribed(t *testing.T, base string, n int, what string) {
 	t.Helper()
-	for deadline := time.Now().Add(15 * time.Second); activeSubscriptions(t, base) != 1; time.Sleep(50 * time.Millisecond) {
+	for deadline := time.Now().Add(15 * time.Second); activeSubscriptions(t, base) != n; time.Sleep(50 * time.Millisecond) {
 		select {
 		case <-p.ended:
 			p.fatalf(t, "%s\nended before it subscribed", what)
@@ -580,31 +580,10 @@ func (m *snippetModule) runProgram(t *testing.T) {
 // checks that it prints a pet added once it has subscribed. Without those packages or node it
 // skips, naming make lint, or fails where readmeOnline (make lint).
 func runNodeSnippet(t *testing.T, snippet string, s *madeRun) {
-	modules, err := filepath.Abs("../tools/readme-js/node_modules")
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err := exec.LookPath("node")
-	if err == nil {
-		_, err = os.Stat(modules)
-	}
-	if err != nil {
-		msg := "the Node snippet needs node and tools/readme-js/node_modules, which make lint installs: " + err.Error()
-		if readmeOnline() {
-			t.Fatal(msg)
-		}
-		t.Skip(msg)
-	}
-	dir := t.TempDir()
-	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(dir, "subscribe.mjs"), []byte(s.local(snippet)), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	p := startLines(t, dir, append(os.Environ(), "KEY="+s.key), node, "subscribe.mjs")
+	node, modules := nodePackages(t, readmeOnline(), "make lint")
+	p := startNodeSnippet(t, node, modules, s.local(snippet), append(os.Environ(), "KEY="+s.key))
 	defer func() { p.stop(); waitActive(t, s.base, 0) }()
-	p.waitSubscribed(t, s.base, "the Node snippet")
+	p.waitSubscribed(t, s.base, 1, "the Node snippet")
 	id, ok := postPet(s.base, s.key, "Nodey")
 	if !ok {
 		t.Fatal("could not add a pet")

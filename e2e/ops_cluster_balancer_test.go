@@ -125,7 +125,7 @@ func (lb *loadBalancer) waitState(t *testing.T, n int, state string) {
 	}
 }
 
-// clusterLoad is POSTs sent by concurrent workers through the balancer.
+// clusterLoad is POSTs sent by concurrent workers, through the balancer or to one instance.
 type clusterLoad struct {
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup

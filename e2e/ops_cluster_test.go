@@ -35,8 +35,7 @@ func TestRollingRestart(t *testing.T) {
 	dsn := dbtest.DSN(t, "mysql")
 	key := clusterKey(t, dsn)
 	ports := freePorts(t, 4)
-	env := []string{"PETSTORE_DB=" + dsn, "PETSTORE_REDIS_URL=" + testRedisURL(), "PETSTORE_ENV=staging",
-		"PETSTORE_DRAIN_DELAY=" + clusterDrainDelay.String(), "PETSTORE_LOG_LEVEL=warn", "PETSTORE_TRUSTED_PROXIES=127.0.0.1"}
+	env := clusterEnv(dsn)
 	instances := make([]*instance, 3)
 	for i := range instances {
 		instances[i] = startInstance(t, i, ports[i], env)
@@ -72,6 +71,13 @@ func TestRollingRestart(t *testing.T) {
 		t.Errorf("%d requests failed; want none", res.failures)
 	}
 	checkAcked(t, res.acked, storedPets(t, dsn))
+}
+
+// clusterEnv returns the settings of an instance on the database dsn and the shared Redis, with
+// the drain delay a deployment behind HAProxy needs.
+func clusterEnv(dsn string) []string {
+	return []string{"PETSTORE_DB=" + dsn, "PETSTORE_REDIS_URL=" + testRedisURL(), "PETSTORE_ENV=staging",
+		"PETSTORE_DRAIN_DELAY=" + clusterDrainDelay.String(), "PETSTORE_LOG_LEVEL=warn", "PETSTORE_TRUSTED_PROXIES=127.0.0.1"}
 }
 
 // testRedisURL returns the Redis server of the tests.
