@@ -304,6 +304,8 @@ type ClientInterface interface {
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+	//
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /pets (the `CreatePet` operationId).
@@ -312,6 +314,8 @@ type ClientInterface interface {
 	// CreatePet Add an animal
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -362,6 +366,8 @@ func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditor
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 //
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+//
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /pets (the `CreatePet` operationId).
@@ -380,6 +386,8 @@ func (c *Client) CreatePetWithBody(ctx context.Context, params *CreatePetParams,
 // CreatePet Add an animal
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+//
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -688,6 +696,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /pets (the `CreatePet` operationId).
@@ -696,6 +706,8 @@ type ClientWithResponsesInterface interface {
 	// CreatePetWithResponse Add an animal
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1457,6 +1469,8 @@ func (c *ClientWithResponses) ListPetsWithResponse(ctx context.Context, params *
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 //
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /pets (the `CreatePet` operationId).
@@ -1471,6 +1485,8 @@ func (c *ClientWithResponses) CreatePetWithBodyWithResponse(ctx context.Context,
 // CreatePetWithResponse Add an animal
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+//
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
