@@ -21,10 +21,13 @@ run:
 # when they are absent, unless CI=true or PETSTORE_TEST_REQUIRE_SERVICES=1); about a minute on
 # two cores. -parallel 16: most e2e tests call t.Parallel and spend their time waiting (on
 # timers, on servers and browsers of their own), so 16 at a time keep two cores busy where the
-# default, GOMAXPROCS (2), would leave them idle for minutes.
+# default, GOMAXPROCS (2), would leave them idle for minutes. tools/apicompat (a module of its
+# own) checks that rest/openapi.json breaks no client of the published v1 document; it fetches
+# oasdiff and the pinned oapi-codegen through the Go module proxy when the module cache lacks them.
 test:
 	$(GO) vet ./...
 	cd perf && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd tools/apicompat && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(GO) test -count=1 -parallel 16 ./...
 
 # The lints that need Node and packages from the npm registry (pinned by their lock files): the

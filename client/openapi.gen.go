@@ -151,9 +151,6 @@ type Pets = []Pet
 // IdempotencyKey defines model for Idempotency-Key.
 type IdempotencyKey = string
 
-// IfNoneMatch defines model for If-None-Match.
-type IfNoneMatch = string
-
 // After defines model for after.
 type After = string
 
@@ -209,21 +206,12 @@ type ListPetsParams struct {
 
 	// After An opaque cursor from the `Link: rel="next"` header of a previous page: returns the animals that follow it. Anything else is refused with 400.
 	After *After `form:"after,omitempty" json:"after,omitempty"`
-
-	// IfNoneMatch The `ETag` of an answer the client holds (RFC 9110): when it still matches (weak comparison; a list matches when any of its tags does; `*` matches any animal or page that exists), the answer is 304 with no body, charged like any request. A value that is neither `*` nor a list of entity tags is ignored.
-	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CreatePetParams defines parameters for CreatePet.
 type CreatePetParams struct {
 	// IdempotencyKey Makes a retry safe (IETF draft "The Idempotency-Key HTTP Header Field"): 1 to 255 printable ASCII characters, unique per request, for example a UUID. It is scoped to the API key and kept at least 24 hours. A repeat with the same key and the same body gets the first answer again (same status and body, plus `Idempotent-Replayed: true`) and stores nothing; the same key with a different body gets 422 `idempotency_key_reused`; the same key while the first request is still in flight gets 409 `idempotency_key_in_use`. Without the header, every request adds an animal.
 	IdempotencyKey *IdempotencyKey `json:"Idempotency-Key,omitempty"`
-}
-
-// GetPetParams defines parameters for GetPet.
-type GetPetParams struct {
-	// IfNoneMatch The `ETag` of an answer the client holds (RFC 9110): when it still matches (weak comparison; a list matches when any of its tags does; `*` matches any animal or page that exists), the answer is 304 with no body, charged like any request. A value that is neither `*` nor a list of entity tags is ignored.
-	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // CreatePetJSONRequestBody defines body for CreatePet for application/json ContentType.
@@ -307,12 +295,16 @@ type ClientInterface interface {
 	//
 	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 	//
+	// Each page carries an `ETag`: with it in `If-None-Match`, the answer is 304 while the page is unchanged (see Conditional requests).
+	//
 	// Corresponds with GET /pets (the `ListPets` operationId).
 	ListPets(ctx context.Context, params *ListPetsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreatePetWithBody Add an animal
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -322,6 +314,8 @@ type ClientInterface interface {
 	// CreatePet Add an animal
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -334,10 +328,12 @@ type ClientInterface interface {
 	//
 	// Deprecated since 1 January 2026; this operation will be removed on 5 December 2030. The replacement is `GET /pets` with a `status` filter. Every response carries `Deprecation`, `Sunset` and `Link` headers; authentication and rate limits are those of every other operation.
 	//
+	// The animal's answer carries an `ETag`: with it in `If-None-Match`, the answer is 304 (see Conditional requests).
+	//
 	// Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
-	GetPet(ctx context.Context, petId PetId, params *GetPetParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetPet(ctx context.Context, petId PetId, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ListOrders List orders (not implemented)
 	//
@@ -350,6 +346,8 @@ type ClientInterface interface {
 // ListPets List all animals
 //
 // Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
+//
+// Each page carries an `ETag`: with it in `If-None-Match`, the answer is 304 while the page is unchanged (see Conditional requests).
 //
 // Corresponds with GET /pets (the `ListPets` operationId).
 func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -367,6 +365,8 @@ func (c *Client) ListPets(ctx context.Context, params *ListPetsParams, reqEditor
 // CreatePetWithBody Add an animal
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+//
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 //
 // Takes any type of body and a specified content type.
 //
@@ -386,6 +386,8 @@ func (c *Client) CreatePetWithBody(ctx context.Context, params *CreatePetParams,
 // CreatePet Add an animal
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+//
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -408,10 +410,12 @@ func (c *Client) CreatePet(ctx context.Context, params *CreatePetParams, body Cr
 //
 // Deprecated since 1 January 2026; this operation will be removed on 5 December 2030. The replacement is `GET /pets` with a `status` filter. Every response carries `Deprecation`, `Sunset` and `Link` headers; authentication and rate limits are those of every other operation.
 //
+// The animal's answer carries an `ETag`: with it in `If-None-Match`, the answer is 304 (see Conditional requests).
+//
 // Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
-func (c *Client) GetPet(ctx context.Context, petId PetId, params *GetPetParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetPetRequest(c.Server, petId, params)
+func (c *Client) GetPet(ctx context.Context, petId PetId, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetPetRequest(c.Server, petId)
 	if err != nil {
 		return nil, err
 	}
@@ -514,21 +518,6 @@ func NewListPetsRequest(server string, params *ListPetsParams) (*http.Request, e
 		return nil, err
 	}
 
-	if params != nil {
-
-		if params.IfNoneMatch != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-None-Match", headerParam0)
-		}
-
-	}
-
 	return req, nil
 }
 
@@ -588,7 +577,7 @@ func NewCreatePetRequestWithBody(server string, params *CreatePetParams, content
 }
 
 // NewGetPetRequest constructs an http.Request for the GetPet method
-func NewGetPetRequest(server string, petId PetId, params *GetPetParams) (*http.Request, error) {
+func NewGetPetRequest(server string, petId PetId) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -616,21 +605,6 @@ func NewGetPetRequest(server string, petId PetId, params *GetPetParams) (*http.R
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
-	}
-
-	if params != nil {
-
-		if params.IfNoneMatch != nil {
-			var headerParam0 string
-
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
-			if err != nil {
-				return nil, err
-			}
-
-			req.Header.Set("If-None-Match", headerParam0)
-		}
-
 	}
 
 	return req, nil
@@ -711,6 +685,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 	//
+	// Each page carries an `ETag`: with it in `If-None-Match`, the answer is 304 while the page is unchanged (see Conditional requests).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /pets (the `ListPets` operationId).
@@ -720,6 +696,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /pets (the `CreatePet` operationId).
@@ -728,6 +706,8 @@ type ClientWithResponsesInterface interface {
 	// CreatePetWithResponse Add an animal
 	//
 	// Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+	//
+	// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -740,12 +720,14 @@ type ClientWithResponsesInterface interface {
 	//
 	// Deprecated since 1 January 2026; this operation will be removed on 5 December 2030. The replacement is `GET /pets` with a `status` filter. Every response carries `Deprecation`, `Sunset` and `Link` headers; authentication and rate limits are those of every other operation.
 	//
+	// The animal's answer carries an `ETag`: with it in `If-None-Match`, the answer is 304 (see Conditional requests).
+	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 	//
 	// Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
-	GetPetWithResponse(ctx context.Context, petId PetId, params *GetPetParams, reqEditors ...RequestEditorFn) (*GetPetResponse, error)
+	GetPetWithResponse(ctx context.Context, petId PetId, reqEditors ...RequestEditorFn) (*GetPetResponse, error)
 
 	// ListOrdersWithResponse List orders (not implemented)
 	//
@@ -1470,6 +1452,8 @@ func (r ListOrdersResponse) ContentType() string {
 //
 // Returns the animals ordered by id ascending, at most `limit` of them, optionally only those with the given status. The list is a JSON array, `[]` when empty. While more animals follow, the answer carries `Link: </v1/pets?after=CURSOR&...>; rel="next"`: follow it to get the next page. Paging is by key (id), so pages cost the same however deep, and animals added meanwhile appear on later pages without any being skipped or repeated.
 //
+// Each page carries an `ETag`: with it in `If-None-Match`, the answer is 304 while the page is unchanged (see Conditional requests).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /pets (the `ListPets` operationId).
@@ -1485,6 +1469,8 @@ func (c *ClientWithResponses) ListPetsWithResponse(ctx context.Context, params *
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
 //
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
+//
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /pets (the `CreatePet` operationId).
@@ -1499,6 +1485,8 @@ func (c *ClientWithResponses) CreatePetWithBodyWithResponse(ctx context.Context,
 // CreatePetWithResponse Add an animal
 //
 // Adds an animal and returns it with the `id` the service assigned. The body needs `Content-Type: application/json` (a charset parameter is fine) and at most 1 MiB. Unknown fields and a client-sent `id` are ignored. Send an `Idempotency-Key` to retry safely.
+//
+// Conditional request headers (`If-None-Match`, `If-Match`, `If-Modified-Since`, `If-Unmodified-Since`; `If-None-Match: *` included) are ignored: the animal is added as without them. To add an animal at most once, send an `Idempotency-Key`.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -1517,13 +1505,15 @@ func (c *ClientWithResponses) CreatePetWithResponse(ctx context.Context, params 
 //
 // Deprecated since 1 January 2026; this operation will be removed on 5 December 2030. The replacement is `GET /pets` with a `status` filter. Every response carries `Deprecation`, `Sunset` and `Link` headers; authentication and rate limits are those of every other operation.
 //
+// The animal's answer carries an `ETag`: with it in `If-None-Match`, the answer is 304 (see Conditional requests).
+//
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /pets/{petId} (the `GetPet` operationId).
 //
 // Deprecated: this operation has been marked as deprecated upstream, but no `x-deprecated-reason` was set
-func (c *ClientWithResponses) GetPetWithResponse(ctx context.Context, petId PetId, params *GetPetParams, reqEditors ...RequestEditorFn) (*GetPetResponse, error) {
-	rsp, err := c.GetPet(ctx, petId, params, reqEditors...)
+func (c *ClientWithResponses) GetPetWithResponse(ctx context.Context, petId PetId, reqEditors ...RequestEditorFn) (*GetPetResponse, error) {
+	rsp, err := c.GetPet(ctx, petId, reqEditors...)
 	if err != nil {
 		return nil, err
 	}

@@ -143,7 +143,7 @@ func (c *PetStore) Pets(ctx context.Context, params ListPetsParams) iter.Seq2[Pe
 //
 // Deprecated: the service removes getPet on 5 December 2030; use Pets with a status filter.
 func (c *PetStore) GetPet(ctx context.Context, id int64) (Pet, error) {
-	resp, err := c.API.GetPetWithResponse(ctx, id, nil)
+	resp, err := c.API.GetPetWithResponse(ctx, id)
 	if err != nil {
 		return Pet{}, fmt.Errorf("client: getPet: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 )
 
@@ -151,4 +152,68 @@ func failReference(t *testing.T, tab context.Context, log *browserLog, base, ste
 	text, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText.slice(-3000)`))
 	log.check(t, tab, base)
 	t.Fatalf("%s: %v; the page shows %q", step, err, text)
+}
+
+// TestBrowserReferenceCreatesEachSend sends "Add an animal" twice from the reference's "try it"
+// client in headless Chromium, as it comes (its body and headers from the document), and finds
+// two animals stored: each Send adds one, rather than the second replaying the first under an
+// Idempotency-Key that the page filled in from the document.
+func TestBrowserReferenceCreatesEachSend(t *testing.T) {
+	t.Parallel()
+	requireChromium(t)
+	base, key := devServer(t)
+	answers := make(chan int64, 4)
+	tab, log := newBrowser(t)
+	err := chromedp.Listen(tab, func(ev any) {
+		if ev, ok := ev.(*network.EventResponseReceived); ok && ev.Response.URL == base+"/v1/pets" {
+			select {
+			case answers <- ev.Response.Status:
+			default: // a third answer: the count of pets tells
+			}
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(tab, stepsTimeout)
+	defer cancel()
+	// The client has a Send button per layout, one of them hidden: a script clicks the shown one.
+	send := chromedp.Evaluate[chromedp.Void](`Array.from(document.querySelectorAll('button[data-addressbar-action="send"]')).find(function (b) { return b.getClientRects().length > 0; }).click()`)
+	err = chromedp.Do(ctx,
+		chromedp.Navigate(base+"/v1/docs"),
+		chromedp.WaitVisible(chromedp.CSS(`a[href="#tag/animals/POST/pets"]`)),
+		chromedp.Evaluate[chromedp.Void](`location.hash = "#tag/animals/POST/pets"`),
+		chromedp.SendKeys(chromedp.CSS(`input[placeholder="Token"]`), key),
+		chromedp.Click(`//button[contains(., "Test Request") and contains(., "(post /pets)")]`),
+		waitFor(`Array.from(document.querySelectorAll('button')).some(function (b) { return b.innerText.includes('Send post request to'); })`),
+	)
+	if err != nil {
+		failReference(t, tab, log, base, "opening POST /pets in the reference's client", err)
+	}
+	for i := range 2 {
+		if err := chromedp.Do(ctx, send); err != nil {
+			failReference(t, tab, log, base, "pressing Send", err)
+		}
+		select {
+		case status := <-answers:
+			if status != http.StatusCreated {
+				t.Errorf("Send %d: got %d; want 201", i+1, status)
+			}
+		case <-ctx.Done():
+			failReference(t, tab, log, base, "waiting for the answer to Send", ctx.Err())
+		}
+	}
+	req, _ := http.NewRequest(http.MethodGet, base+"/v1/pets", nil)
+	req.Header.Set("Authorization", "Bearer "+key)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var pets []struct{ ID int64 }
+	if err := json.NewDecoder(resp.Body).Decode(&pets); err != nil || len(pets) != 2 {
+		t.Errorf("after two Sends the store holds %+v (%v); want two animals", pets, err)
+	}
+	forgiveEvalProbe(t, tab)
+	log.check(t, tab, base)
 }

@@ -1,6 +1,7 @@
-// Package etag makes the validators of the API's answers and evaluates If-None-Match (RFC 9110,
-// sections 8.8.3 and 13.1.2). A tag is derived from what an answer holds, so every instance
-// gives the same answer the same tag.
+// Package etag makes the validators of the API's answers and evaluates If-None-Match on reads,
+// GET and HEAD (RFC 9110, sections 8.8.3 and 13.1.2); writes evaluate no precondition
+// (docs/rest.md). A tag is derived from what an answer holds, so every instance gives the same
+// answer the same tag.
 package etag
 
 import (
