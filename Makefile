@@ -120,13 +120,15 @@ check-generated: generate
 check-fastpaths:
 	$(GO) test -count=1 -run '^(TestFlatPetsMatchGeneric|FuzzPlainFlatPlan|FuzzGQLString|TestNoFieldInterceptors|TestGeneratedListsUseMarshalList|TestPetAddedMatchesGeneric|FuzzPetAdded|TestGeneratedPetAddedUsesMarshalPetAdded)$$' ./graph/
 
-# Runs each fuzz target for FUZZTIME (their seed corpora run in every `make test`).
+# Runs every fuzz target of the module's packages for FUZZTIME each, found by name (func FuzzX
+# in a test file), so that a new one is never left out; their seed corpora run in every `make test`.
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzListParams$$' -fuzztime $(FUZZTIME) ./rest/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecodeNewPet$$' -fuzztime $(FUZZTIME) ./rest/
-	$(GO) test -run '^$$' -fuzz '^FuzzDecode$$' -fuzztime $(FUZZTIME) ./internal/jsonbody/
-	$(GO) test -run '^$$' -fuzz '^FuzzPetAdded$$' -fuzztime $(FUZZTIME) ./graph/
-	$(GO) test -run '^$$' -fuzz '^FuzzPlainFlatPlan$$' -fuzztime $(FUZZTIME) ./graph/
+	@set -e; for dir in $$($(GO) list -f '{{.Dir}}' ./...); do \
+		for target in $$(cat $$dir/*_test.go 2>/dev/null | grep -o '^func Fuzz[A-Za-z0-9_]*' | cut -c6-); do \
+			echo "== $$dir $$target"; \
+			$(GO) test -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) $$dir; \
+		done; \
+	done
 
 # Refreshes the vendored GraphiQL and React builds from the npm registry (versions pinned in
 # the script).
