@@ -56,7 +56,8 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	limiter, err := newLimiter(cfg, rdb, tr, metrics)
+	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
+	limiter, err := newLimiter(cfg, rdb, tr, metrics, authn)
 	if err != nil {
 		return nil, err
 	}
@@ -64,7 +65,6 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
 	instance := rand.Text()
 	pages, err := newPageCache(cfg, rdb, instance, metrics)
 	if err != nil {
@@ -118,14 +118,16 @@ func newMetrics(db *store.DB) (*observe.Metrics, error) {
 }
 
 // newLimiter returns the rate limiter of cfg, counting in rdb when it is not nil, else in
-// process, its decisions and store errors counted by metrics.
-func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics) (*ratelimit.Limiter, error) {
+// process, its decisions and store errors counted by metrics, reading at once the keys that
+// authn lists whatever their address's budget.
+func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics, authn *auth.Authenticator) (*ratelimit.Limiter, error) {
 	var counters ratelimit.Counters = ratelimit.NewMemoryCounters(nil)
 	if rdb != nil {
 		counters = ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix, tr.PipelineContext())
 	}
 	rl := cfg.RateLimit
 	rl.OnDecision = metrics.ObserveDecision
+	rl.Listed = authn.Listed
 	limiter, err := ratelimit.New(rl, counters)
 	if err != nil {
 		return nil, err

@@ -57,6 +57,7 @@ type Authenticator struct {
 	// many keys arrive together.
 	suspect atomic.Bool
 	probing atomic.Bool
+	list    keyList // the set of valid keys (keyset.go)
 }
 
 type cacheEntry struct {
@@ -77,9 +78,11 @@ func NewAuthenticator(db *gorm.DB, replicas *store.Replicas, prefix string, ttl,
 	if queryTimeout <= 0 {
 		queryTimeout = store.DefaultTimeout
 	}
-	return &Authenticator{db: db, replicas: replicas, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
+	a := &Authenticator{db: db, replicas: replicas, prefix: prefix, ttl: ttl, queryTimeout: queryTimeout, now: time.Now,
 		valid: map[string]cacheEntry{}, unknown: map[string]cacheEntry{}, maxUnknown: maxUnknownEntries,
 		stale: StaleIfError}
+	a.list.init()
+	return a
 }
 
 // Authenticate returns the principal of an Authorization header value. It returns an
@@ -95,15 +98,15 @@ func (a *Authenticator) Authenticate(ctx context.Context, header string) (*Princ
 
 // Resolve is Authenticate for a request outside the HTTP chain (a WebSocket's
 // connection_init), with the chain's guard: beforeRead, when not nil, is called with the key's
-// hash before the key table is read for a key this server has not found valid (a possible
-// guess), and its error is returned instead of reading. Identify, Gate and Lookup do the same
-// for an HTTP request.
+// hash before the key table is read for a key this server has neither found valid nor listed
+// (a possible guess), and its error is returned instead of reading. Identify, Gate and Lookup
+// do the same for an HTTP request.
 func (a *Authenticator) Resolve(ctx context.Context, header string, beforeRead func(ctx context.Context, hash string) error) (*Principal, error) {
 	hash, p, err := a.cached(header)
 	if hash == "" {
 		return p, err
 	}
-	if beforeRead != nil && !a.knownValid(hash) {
+	if beforeRead != nil && !a.knownValid(hash) && !a.listed(hash) {
 		if err := beforeRead(ctx, hash); err != nil {
 			return nil, err
 		}

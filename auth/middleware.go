@@ -19,15 +19,16 @@ const (
 // cached puts its Principal in the request context (read with FromContext); a missing,
 // malformed or cached unknown key leaves the request without one, so that the rate limiter
 // counts it by client address, and Require answers it. A key that was valid when its expired
-// lookup was made is read again at once. Any other well-formed key, one this server has not
-// found valid, is left for Lookup (Pending reports it), so that the rate limiter can refuse an
-// address over its budget before the key table is read for a guess.
+// lookup was made, or that is in the instance's set of valid keys (Listed), is read at once.
+// Any other well-formed key, one this server has neither found valid nor listed, is left for
+// Lookup (Pending reports it), so that the rate limiter can refuse an address over its budget
+// before the key table is read for a guess.
 func (a *Authenticator) Identify(c *gin.Context) {
 	hash, p, err := a.cached(c.GetHeader("Authorization"))
 	switch {
 	case hash == "":
 		settle(c, p, err)
-	case a.knownValid(hash):
+	case a.knownValid(hash) || a.listed(hash):
 		p, err = a.lookup(c.Request.Context(), hash)
 		settle(c, p, err)
 	default:

@@ -19,17 +19,21 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// countingPool counts the statements sent through a GORM connection pool, and those that
-// read the key table.
+// countingPool counts the statements sent through a GORM connection pool, those that read
+// the key table, and those of them that read keys' hashes (lookups and the refreshes of the
+// set of valid keys, not the subscriptions' revocation checks).
 type countingPool struct {
 	gorm.ConnPool
-	all, keyReads atomic.Int64
+	all, keyReads, hashReads atomic.Int64
 }
 
 func (p *countingPool) count(query string) {
 	p.all.Add(1)
 	if strings.Contains(query, "api_keys") {
 		p.keyReads.Add(1)
+		if strings.Contains(query, "hash") {
+			p.hashReads.Add(1)
+		}
 	}
 }
 

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -28,12 +29,19 @@ type Config struct {
 	SuspendMemory time.Duration
 
 	// OverBudgetKeyReads is how many key-table reads a second (and at once) this instance
-	// makes for keys sent from client addresses over their anonymous budget or suspended: such a
-	// request is refused before the read only once these are spent, so that an address that
-	// others behind the same NAT exhausted never locks out a valid key this instance has not
-	// cached yet (after a restart, say), while guesses from such addresses cost at most this
-	// many reads a second. 0: none (every such request is refused before the read). Default: 100.
+	// makes for keys sent from client addresses over their anonymous budget or suspended that
+	// Listed does not vouch for: such a request is refused before the read only once these are
+	// spent, so that guesses from such addresses cost at most this many reads a second, while a
+	// valid key that is not listed yet (stored since the last refresh of the set of valid keys)
+	// can still be read. 0: none (every such request is refused before the read). Default: 100.
 	OverBudgetKeyReads int
+	// Listed, when not nil, reports whether a key (by its hash) sent from an address over its
+	// budget or suspended is in the instance's set of valid keys (auth.Authenticator.Listed):
+	// such a key is read, whatever OverBudgetKeyReads has left, so that a flood of guesses,
+	// which are never listed, cannot lock out a valid key this instance has not cached yet (after
+	// a restart, every key) behind an address that others exhausted (a NAT). It is called
+	// before the read, on the request's goroutine. Default: nil (no key is vouched for).
+	Listed func(ctx context.Context, hash string) bool
 	// FailOpen admits requests uncounted when the store fails; false answers 503 unavailable
 	// instead. Default: true.
 	FailOpen bool

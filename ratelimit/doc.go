@@ -65,7 +65,10 @@
 // Limiter.Gate guards the key table: for a request whose key auth must read from the database
 // (auth.Pending), it checks the client address with Counters.Check, which decides as Take does but
 // charges nothing when it admits, and answers the address's 429 when the address has no room,
-// so that no key is read for an address over its budget.
+// unless the key is in the instance's set of valid keys (Config.Listed) or the instance's
+// over-budget reads (Config.OverBudgetKeyReads) have one left, so that an address over its
+// budget reads a key only within those reads, and a valid key behind it is never starved of
+// them by guesses.
 //
 // # Counters failures
 //

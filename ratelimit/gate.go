@@ -15,12 +15,13 @@ import (
 // Gate is the gin.HandlerFunc that guards the key table, to be placed between auth.Identify
 // and auth.Lookup. For a request whose key must be read from the table (auth.Pending), it
 // checks without charging that the client address has room in its anonymous budget and is not
-// suspended. If not, the key is still read while Config.OverBudgetKeyReads allows (a valid
-// key is then charged to its own budget, whatever its address's; any other gets the address's
-// 429), else the request gets the address's 429 at once (its headers, Retry-After, and a
-// rejection counted toward its suspension as Middleware counts one), and the key is never
-// read. Other requests pass untouched. A store failure fails closed here, as Middleware would
-// (503, before the read), or lets the request on when the limiter fails open.
+// suspended. If not, the key is still read when Config.Listed vouches for it, or else while
+// Config.OverBudgetKeyReads allows (a valid key is then charged to its own budget, whatever
+// its address's; any other gets the address's 429); otherwise the request gets the address's
+// 429 at once (its headers, Retry-After, and a rejection counted toward its suspension as
+// Middleware counts one), and the key is never read. Other requests pass untouched. A store
+// failure fails closed here, as Middleware would (503, before the read), or lets the request
+// on when the limiter fails open.
 func (l *Limiter) Gate(c *gin.Context) {
 	if !auth.Pending(c) {
 		return
@@ -45,9 +46,10 @@ const refusedKey = "ratelimit.refused"
 
 // gate checks, without charging, the room of the address subj before the key with hash it sent
 // is read from the key table; for an address with none, readAnyway reports whether the read
-// may go on (Config.OverBudgetKeyReads: one read of each key spends one, however many requests
-// send it at once). A refusal is counted toward the address's suspension; a store failure is
-// returned for the caller's policy, not noted.
+// may go on: the key is listed (Config.Listed), or Config.OverBudgetKeyReads has one left (one
+// read of each key spends one, however many requests send it at once). A refusal is counted
+// toward the address's suspension; a store failure is returned for the caller's policy, not
+// noted.
 func (l *Limiter) gate(ctx context.Context, subj Subject, hash string) (d Decision, readAnyway bool, err error) {
 	d, err = l.store.Check(ctx, subj, l.anon)
 	if err != nil {
@@ -58,6 +60,9 @@ func (l *Limiter) gate(ctx context.Context, subj Subject, hash string) (d Decisi
 	}
 	if l.observe != nil {
 		l.observe(d.Outcome, AnonymousPlan)
+	}
+	if l.listed != nil && l.listed(ctx, hash) {
+		return d, true, nil
 	}
 	return d, l.overBudget != nil && l.allowed.allow(hash, l.overBudget), nil
 }

@@ -1,6 +1,7 @@
 package ratelimit
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -23,7 +24,8 @@ type Limiter struct {
 	observe  func(Outcome, string) // Config.OnDecision; nil for none
 	// overBudget allows the key-table reads of Config.OverBudgetKeyReads; nil for none.
 	overBudget *rate.Limiter
-	allowed    recentReads // keys whose over-budget read was allowed a moment ago
+	allowed    recentReads                                 // keys whose over-budget read was allowed a moment ago
+	listed     func(ctx context.Context, hash string) bool // Config.Listed; nil for none
 
 	storeErrors atomic.Uint64
 	degraded    atomic.Bool  // a store failure has not been followed by a success yet
@@ -51,6 +53,7 @@ func New(cfg Config, store Counters) (*Limiter, error) {
 		failOpen: cfg.FailOpen,
 		log:      log,
 		observe:  cfg.OnDecision,
+		listed:   cfg.Listed,
 	}
 	if n := cfg.OverBudgetKeyReads; n > 0 {
 		l.overBudget = rate.NewLimiter(rate.Limit(n), n)

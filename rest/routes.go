@@ -159,8 +159,8 @@ func requireOrUpgrade(upgrade gin.HandlerFunc) gin.HandlerFunc {
 
 // identify returns the middleware that identifies a /v1 request and charges it: the key from
 // the cache; for a key the cache does not hold, the limiter's gate (an address over its budget
-// is refused before the key table is read, while its over-budget reads are spent), then the
-// read; then the charge to the key, or to the client address when there is no valid key. A
+// is refused before the key table is read, unless its key is listed valid or the over-budget
+// reads have one left), then the read; then the charge to the key, or to the client address when there is no valid key. A
 // request that uncharged reports (nil: none) is charged to nobody.
 func identify(d Deps, uncharged func(*http.Request) bool) []gin.HandlerFunc {
 	chain := []gin.HandlerFunc{d.Identify}
