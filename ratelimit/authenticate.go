@@ -46,7 +46,7 @@ func (l *Limiter) Authenticate(ctx context.Context, addr netip.Addr, header stri
 	case apierr.From(err).Code != apierr.Unauthorized: // refused at the gate, or unchecked
 		return nil, err
 	}
-	d, terr := l.store.Take(ctx, subj, l.anon)
+	d, terr := l.store.Take(ctx, subj, l.anon, 1)
 	if terr != nil {
 		l.noteFailure(ctx, terr)
 		if !l.failOpen {

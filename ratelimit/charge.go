@@ -13,7 +13,7 @@ import (
 // store fails and the limiter fails closed.
 func (l *Limiter) Charge(ctx context.Context, p *auth.Principal) error {
 	subj := KeySubject(p.KeyID)
-	d, err := l.store.Take(ctx, subj, Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend})
+	d, err := l.store.Take(ctx, subj, Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend}, 1)
 	if err != nil {
 		l.noteFailure(ctx, err)
 		if l.failOpen {

@@ -37,7 +37,7 @@ func (l *Limiter) Middleware(c *gin.Context) {
 			return
 		}
 	}
-	d, err := l.store.Take(r.Context(), subj, p)
+	d, err := l.store.Take(r.Context(), subj, p, 1)
 	if err != nil {
 		l.storeFailed(c, p, err)
 		return
