@@ -17,7 +17,7 @@ const MaxRefusedInRow = 10
 // refused operations are charged too. Other operations were charged as HTTP requests.
 func (r *Registry) Gate(ctx context.Context) error {
 	if c := ConnFrom(ctx); c != nil && c.ws {
-		return c.charge(ctx)
+		return c.charge(ctx, 1)
 	}
 	return nil
 }
