@@ -18,8 +18,8 @@ type Conn struct {
 	KeyID int64
 	plan  string
 	cut   func(code int, reason string) // closes the connection; set once, at open
-	// ws is true for a WebSocket, whose operations are charged one by one (SSE streams are
-	// charged as the HTTP requests they are).
+	// ws is true for a WebSocket, whose operations are charged one by one (an SSE stream is
+	// charged one request as the HTTP request it is, its operation the rest of its cost).
 	ws bool
 	// principal is the connection's key, charged for the pages its subscriptions read from
 	// the database past the first (sub.charge).
