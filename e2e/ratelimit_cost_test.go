@@ -220,6 +220,15 @@ func TestLiveOperationsChargedByCost(t *testing.T) {
 			if m := w.read(); m.Type != "error" || !strings.Contains(string(m.Payload), "RATE_LIMITED") {
 				t.Fatalf("over what remains: got %s %s; want an error with RATE_LIMITED", m.Type, m.Payload)
 			}
+			if m := w.read(); m.Type != "complete" {
+				t.Fatalf("after the refusal: got %s; want complete", m.Type)
+			}
+			w.subscribe("d", "") // one
+			s.waitActive(t, 1)
+			s.createPet(t, key, "Rex", "") // one, over REST
+			if m := w.read(); m.Type != "next" || strings.Contains(string(m.Payload), "extensions") {
+				t.Fatalf("a subscription's event: got %s %s; want next without extensions", m.Type, m.Payload)
+			}
 
 			body, _ := json.Marshal(map[string]any{"query": "{" + numberedFields(5, "pets { id }") + " }"})
 			req, _ := http.NewRequest(http.MethodPost, s.url+"/v1/graphql", bytes.NewReader(body))
@@ -233,7 +242,7 @@ func TestLiveOperationsChargedByCost(t *testing.T) {
 				t.Fatalf("SSE: got %q; want next with extensions.cost 5", e)
 			}
 			_, after, _ := s.remaining(t, key)
-			if want := 1 + 10 + 10 + 5 + 1; before-after != want { // and this check
+			if want := 1 + 10 + 10 + 1 + 1 + 5 + 1; before-after != want { // and this check
 				t.Errorf("budget %d -> %d; want %d spent", before, after, want)
 			}
 		})

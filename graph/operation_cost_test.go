@@ -3,6 +3,7 @@ package graph_test
 import (
 	"encoding/json"
 	"net/http"
+	"os"
 	"testing"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -40,7 +41,16 @@ var costDocuments = []struct {
 // TestOperationCost: the answer of each operation carries what it costs in extensions.cost.
 func TestOperationCost(t *testing.T) {
 	s := newServer(t, graph.DefaultOptions())
-	for _, tt := range costDocuments {
+	introspection, err := os.ReadFile("testdata/introspection.graphql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs := append(costDocuments, struct {
+		name, query string
+		vars        map[string]any
+		cost        int
+	}{"GraphiQL's introspection query", string(introspection), nil, 1})
+	for _, tt := range docs {
 		t.Run(tt.name, func(t *testing.T) {
 			body := map[string]any{"query": tt.query, "variables": tt.vars}
 			req := request{method: http.MethodPost, target: "/", body: marshal(body), header: map[string]string{"Accept": acceptJSON}}
