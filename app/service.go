@@ -199,6 +199,7 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Upgrade:    p.subs.reg.Upgrade(origins, p.limiter.ClientAddr, p.gql),
 		Keyless:    live.KeylessUpgrade(origins),
 		Stream:     p.subs.reg.Stream(p.gql),
+		Streams:    live.IsStream,
 		Immutable:  cfg.PageCacheBytes != 0,
 	}, nil
 }

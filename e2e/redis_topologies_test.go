@@ -58,10 +58,10 @@ func TestRedisClusterService(t *testing.T) {
 			if got := apqCall(t, apis[1], "", hash); !strings.Contains(got, "PERSISTED_QUERY_NOT_FOUND") {
 				t.Fatalf("hash %d before it was sent: got %s; want PERSISTED_QUERY_NOT_FOUND", i, got)
 			}
-			if got := apqCall(t, apis[0], query, hash); got != `{"data":{"pets":[]}}` {
+			if got := apqCall(t, apis[0], query, hash); got != `{"data":{"pets":[]},"extensions":{"cost":1}}` {
 				t.Fatalf("query %d with its hash: got %s", i, got)
 			}
-			if got := apqCall(t, apis[1], "", hash); got != `{"data":{"pets":[]}}` {
+			if got := apqCall(t, apis[1], "", hash); got != `{"data":{"pets":[]},"extensions":{"cost":1}}` {
 				t.Errorf("hash %d on the other instance: got %s; want the query's answer", i, got)
 			}
 		}

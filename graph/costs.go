@@ -2,6 +2,11 @@ package graph
 
 import (
 	"math"
+	"slices"
+	"strings"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
 
 	"petstore/models"
 )
@@ -39,4 +44,113 @@ func listCost(size *int, child int) int {
 		return math.MaxInt
 	}
 	return n*child + 1
+}
+
+// RowsPerUnit is how many rows of a list field one unit of the rate limit pays for: as many as
+// one REST request returns at most.
+const RowsPerUnit = models.MaxPageSize
+
+// OperationCost returns what the operation of opCtx, parsed and validated, costs in units of
+// the rate limit: the sum over its root fields, each response name counted once however many
+// fields and fragments share it, of pets(limit:) and petsConnection(first:) ceil(size /
+// RowsPerUnit) and 1 for any other field (pet, createPet, petAdded); __typename, __schema and
+// __type cost nothing; at least 1. Sizes are read after variable coercion; a null size counts
+// as models.DefaultPageSize, and one out of range as the nearest bound, since the resolver
+// refuses it. Fields left out by @skip or @include cost nothing. It allocates nothing for an
+// operation of up to 16 priced response names and 16 fragments.
+func OperationCost(opCtx *graphql.OperationContext) int {
+	var w costWalker
+	w.vars = opCtx.Variables
+	w.selectionSet(opCtx.Operation.SelectionSet)
+	return max(w.cost, 1)
+}
+
+// costWalker sums the costs of the root fields of an operation.
+type costWalker struct {
+	vars      map[string]any
+	cost      int
+	names     nameSet // the response names priced
+	fragments nameSet // the fragments walked
+}
+
+func (w *costWalker) selectionSet(set ast.SelectionSet) {
+	for _, sel := range set {
+		switch sel := sel.(type) {
+		case *ast.Field:
+			if c := fieldCost(sel, w.vars); c > 0 && included(sel.Directives, w.vars) && w.names.add(sel.Alias) {
+				w.cost += c
+			}
+		case *ast.InlineFragment:
+			if included(sel.Directives, w.vars) {
+				w.selectionSet(sel.SelectionSet)
+			}
+		case *ast.FragmentSpread:
+			if sel.Definition != nil && included(sel.Directives, w.vars) && w.fragments.add(sel.Name) {
+				w.selectionSet(sel.Definition.SelectionSet)
+			}
+		}
+	}
+}
+
+// nameSet is a set of names: the first ones in an array of its own, the others in a slice.
+type nameSet struct {
+	first [16]string
+	n     int
+	more  []string
+}
+
+// add adds name and reports whether it was not in the set.
+func (s *nameSet) add(name string) bool {
+	switch {
+	case slices.Contains(s.first[:s.n], name) || slices.Contains(s.more, name):
+		return false
+	case s.n < len(s.first):
+		s.first[s.n] = name
+		s.n++
+	default:
+		s.more = append(s.more, name)
+	}
+	return true
+}
+
+// fieldCost returns what the root field f costs.
+func fieldCost(f *ast.Field, vars map[string]any) int {
+	switch {
+	case f.Name == "pets":
+		return pageUnits(f.Arguments.ForName("limit"), vars)
+	case f.Name == "petsConnection":
+		return pageUnits(f.Arguments.ForName("first"), vars)
+	case strings.HasPrefix(f.Name, "__"):
+		return 0
+	}
+	return 1
+}
+
+// pageUnits returns the units of a page whose size is the argument size (nil when left out).
+func pageUnits(size *ast.Argument, vars map[string]any) int {
+	n := models.DefaultPageSize
+	if size != nil {
+		if v, err := size.Value.Value(vars); err == nil && v != nil {
+			if i, err := graphql.UnmarshalInt(v); err == nil {
+				n = i
+			}
+		}
+	}
+	n = min(max(n, models.MinPageSize), models.MaxPageSize)
+	return (n + RowsPerUnit - 1) / RowsPerUnit
+}
+
+// included reports whether gqlgen's executor runs a selection with dirs: by @skip when it is
+// there, else by @include.
+func included(dirs ast.DirectiveList, vars map[string]any) bool {
+	d, keep := dirs.ForName("skip"), false
+	if d == nil {
+		d, keep = dirs.ForName("include"), true
+	}
+	if d == nil || d.Arguments.ForName("if") == nil {
+		return true
+	}
+	v, _ := d.Arguments.ForName("if").Value.Value(vars)
+	b, _ := v.(bool)
+	return b == keep
 }

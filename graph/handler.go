@@ -43,9 +43,10 @@ type Options struct {
 	// PingEvery is how often an SSE stream gets a comment line, so that proxies and clients
 	// see it alive (default 20 s).
 	PingEvery time.Duration
-	// Gate, when not nil, is asked about each operation before any work is done on it, and
-	// told whether it was admitted or refused (OperationGate): live.Registry charges the
-	// operations sent on a WebSocket and closes a socket that keeps sending refused ones.
+	// Gate, when not nil, charges each operation that no RequestMeter charges, once its cost
+	// is known, and is told whether it was admitted or refused (OperationGate): live.Registry
+	// charges the operations sent on a WebSocket or an SSE stream and closes a socket that
+	// keeps sending refused ones.
 	Gate OperationGate
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within guard.QueryCacheBytes.
@@ -88,7 +89,10 @@ func (o Options) withDefaults() Options {
 
 // NewHandler returns the GraphQL handler over r: GraphQL over HTTP (GET for queries, POST with
 // application/json), automatic persisted queries, and the cost limits of opts. Every error in a
-// response carries extensions.code from the contract's vocabulary, upper-cased.
+// response carries extensions.code from the contract's vocabulary, upper-cased. Each operation
+// is charged to the rate limit what it costs (meteredExecutor, OperationCost): through the
+// request's RequestMeter over HTTP, through opts.Gate on a WebSocket or an SSE stream; the
+// answer of a query or mutation carries the units charged in extensions.cost.
 //
 // Responses follow the GraphQL-over-HTTP specification. They use the media type the Accept
 // header prefers of application/graphql-response+json and application/json, and
@@ -117,14 +121,15 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
+	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate} }
 	if opts.Websocket != nil {
-		srv.AddTransport(*opts.Websocket) // first: an upgrade is a GET
+		srv.AddTransport(metered(*opts.Websocket)) // first: an upgrade is a GET
 	}
 	if opts.SSE {
-		srv.AddTransport(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)}) // before POST
+		srv.AddTransport(metered(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)})) // before POST
 	}
-	srv.AddTransport(gqlhttp.NewTransport(http.MethodGet))
-	srv.AddTransport(gqlhttp.NewTransport(http.MethodPost))
+	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodGet)))
+	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodPost)))
 	srv.AddTransport(gqlhttp.Unsupported{})
 	var docs graphql.Cache[*ast.QueryDocument] = graphql.NoCache[*ast.QueryDocument]{}
 	if opts.QueryCacheSize > 0 {
@@ -150,8 +155,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *ast.Schema) []graphql.HandlerExtension {
 	apq := guard.NewPersistedQueries(opts.APQCache)
 	var exts []graphql.HandlerExtension
-	if opts.Gate != nil { // first: an operation is charged before it is looked up or parsed
-		exts = append(exts, operationCharge{opts.Gate})
+	if opts.Gate != nil { // first: it sees the answer as sent
+		exts = append(exts, operationRefusals{opts.Gate})
 	}
 	if opts.Tracer != nil {
 		exts = append(exts, opts.Tracer)
@@ -161,9 +166,7 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 		extension.AutomaticPersistedQuery{Cache: apq},
 		guard.NewDocumentBounds(docs, opts.TokenLimit),
 		guard.NewOperationLimits(opts.DepthLimit, opts.ComplexityLimit, schema),
+		apq, // last: it stores the queries that passed every check before it
 	)
-	if opts.Gate != nil {
-		exts = append(exts, operationAdmission{opts.Gate})
-	}
-	return append(exts, apq) // last: it stores the queries that passed every check before it
+	return exts
 }

@@ -18,8 +18,8 @@ type Conn struct {
 	KeyID int64
 	plan  string
 	cut   func(code int, reason string) // closes the connection; set once, at open
-	// ws is true for a WebSocket, whose operations are charged one by one (SSE streams are
-	// charged as the HTTP requests they are).
+	// ws is true for a WebSocket, whose operations are charged one by one (an SSE stream is
+	// charged one request as the HTTP request it is, its operation the rest of its cost).
 	ws bool
 	// principal is the connection's key, charged for the pages its subscriptions read from
 	// the database past the first (sub.charge).
@@ -48,14 +48,14 @@ func WithConn(ctx context.Context, c *Conn) context.Context {
 // ConnFrom returns the connection of ctx, or nil.
 func ConnFrom(ctx context.Context) *Conn { c, _ := ctx.Value(connKey{}).(*Conn); return c }
 
-// charge charges one request to c's key (RegistryOptions.Charge): an operation sent on a
-// WebSocket, or a page of pets read from the database for one of its subscriptions. Without a
-// limiter it charges nothing.
-func (c *Conn) charge(ctx context.Context) error {
+// charge charges n units to c's key (RegistryOptions.Charge): an operation sent on it, or a
+// page of pets read from the database for one of its subscriptions. Without a limiter it
+// charges nothing.
+func (c *Conn) charge(ctx context.Context, n int) error {
 	if c.reg.opts.Charge == nil {
 		return nil
 	}
-	return c.reg.opts.Charge(ctx, c.principal)
+	return c.reg.opts.Charge(ctx, c.principal, n)
 }
 
 // Cut closes c with code and reason, counted under the reason label of code (cutLabel); the

@@ -12,12 +12,18 @@ import (
 // validate costly documents, ends; graphql-ws clients do not reconnect after 4400.
 const MaxRefusedInRow = 10
 
-// Gate refuses an operation sent on a WebSocket when charge, which charges it as one request
-// to the connection's key, refuses it. It is asked before the operation is parsed, so that
-// refused operations are charged too. Other operations were charged as HTTP requests.
-func (r *Registry) Gate(ctx context.Context) error {
-	if c := ConnFrom(ctx); c != nil && c.ws {
-		return c.charge(ctx)
+// Charge charges an operation cost units to the key of its connection: the whole cost on a
+// WebSocket (one for an operation refused before its cost was known, so that refused
+// operations are charged too), what it costs past one request on an SSE stream, which was
+// charged as the HTTP request it is. Its error refuses the operation. Operations of no
+// connection are charged as HTTP requests.
+func (r *Registry) Charge(ctx context.Context, cost int) error {
+	switch c := ConnFrom(ctx); {
+	case c == nil:
+	case c.ws:
+		return c.charge(ctx, cost)
+	case cost > 1:
+		return c.charge(ctx, cost-1)
 	}
 	return nil
 }

@@ -25,10 +25,11 @@ type RegistryOptions struct {
 	Capacity Capacity
 	// Check finds the keys to cut off; nil: none is.
 	Check CheckFunc
-	// Charge charges an operation sent on a WebSocket, or a page of pets a subscription reads
-	// from the database past the first, to p as one request, and returns the error of a
-	// refused one (rate_limited, key_suspended); nil: not charged.
-	Charge func(ctx context.Context, p *auth.Principal) error
+	// Charge charges n units of the rate limit to p: an operation sent on a WebSocket its
+	// cost, one sent on an SSE stream its cost past the one request of the stream, a page of
+	// pets a subscription reads from the database past the first one request; it returns the
+	// error of a refused one (rate_limited, key_suspended, invalid_request); nil: not charged.
+	Charge func(ctx context.Context, p *auth.Principal, n int) error
 	// RecheckEvery is how often the keys with connections are checked (default 2 s).
 	RecheckEvery time.Duration
 	// PingEvery is how often every WebSocket gets a ping (default DefaultPingEvery); a peer that sent

@@ -50,7 +50,7 @@ func (s *sub) charge(ctx context.Context) error {
 	if s.conn == nil {
 		return nil
 	}
-	return s.conn.charge(ctx)
+	return s.conn.charge(ctx, 1)
 }
 
 // sendPage reads the page of pets after afterID and sends them; it returns the last id sent,

@@ -27,7 +27,7 @@ func TestOverflowPagesCharged(t *testing.T) {
 	}
 	hub := NewHub(HubOptions{Read: read, LastID: func(context.Context) (int64, error) { return 0, nil }, Buffer: 4})
 	var charges atomic.Int32
-	reg := NewRegistry(hub, RegistryOptions{Charge: func(context.Context, *auth.Principal) error {
+	reg := NewRegistry(hub, RegistryOptions{Charge: func(context.Context, *auth.Principal, int) error {
 		if charges.Add(1) > 2 {
 			return apierr.New(apierr.RateLimited, "rate limit of 2 requests per minute exceeded; retry after 9 seconds")
 		}

@@ -181,12 +181,12 @@ func zeroDecisions() map[string]float64 {
 // downStore is a rate-limit store whose server does not answer.
 type downStore struct{}
 
-func (downStore) Take(context.Context, ratelimit.Subject, ratelimit.Policy) (ratelimit.Decision, error) {
+func (downStore) Take(context.Context, ratelimit.Subject, ratelimit.Policy, int64) (ratelimit.Decision, error) {
 	return ratelimit.Decision{}, errors.New("dial tcp 127.0.0.1:6379: connection refused")
 }
 
 func (s downStore) Check(ctx context.Context, subj ratelimit.Subject, p ratelimit.Policy) (ratelimit.Decision, error) {
-	return s.Take(ctx, subj, p)
+	return s.Take(ctx, subj, p, 1)
 }
 
 func TestStoreErrorMetric(t *testing.T) {

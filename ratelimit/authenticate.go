@@ -40,13 +40,13 @@ func (l *Limiter) Authenticate(ctx context.Context, addr netip.Addr, header stri
 	})
 	switch {
 	case p != nil:
-		return p, l.Charge(ctx, p)
+		return p, l.Charge(ctx, p, 1)
 	case refused != nil: // the gate let the read go on: no valid key, or none could be read
 		return nil, rejection(subj, *refused, retrySecs(*refused))
 	case apierr.From(err).Code != apierr.Unauthorized: // refused at the gate, or unchecked
 		return nil, err
 	}
-	d, terr := l.store.Take(ctx, subj, l.anon)
+	d, terr := l.store.Take(ctx, subj, l.anon, 1)
 	if terr != nil {
 		l.noteFailure(ctx, terr)
 		if !l.failOpen {

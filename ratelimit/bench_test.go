@@ -28,7 +28,7 @@ func BenchmarkMemoryTake(b *testing.B) {
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
-		_, _ = s.Take(ctx, KeySubject(i&1023+1), benchPolicy)
+		_, _ = s.Take(ctx, KeySubject(i&1023+1), benchPolicy, 1)
 		i++
 	}
 }
@@ -39,7 +39,7 @@ func BenchmarkMemoryTakeAddr(b *testing.B) {
 	subj := AddrSubject(netip.MustParseAddr("2001:db8::1"))
 	b.ReportAllocs()
 	for b.Loop() {
-		_, _ = s.Take(ctx, subj, benchPolicy)
+		_, _ = s.Take(ctx, subj, benchPolicy, 1)
 	}
 }
 
@@ -49,7 +49,7 @@ func BenchmarkRedisTake(b *testing.B) {
 	b.ReportAllocs()
 	var i int64
 	for b.Loop() {
-		if _, err := s.Take(ctx, KeySubject(i&1023+1), benchPolicy); err != nil {
+		if _, err := s.Take(ctx, KeySubject(i&1023+1), benchPolicy, 1); err != nil {
 			b.Fatal(err)
 		}
 		i++
@@ -92,7 +92,7 @@ func BenchmarkTakeParallel(b *testing.B) {
 							subj = KeySubject(next.Add(1))
 						}
 						for pb.Next() {
-							if _, err := s.Take(ctx, subj, benchPolicy); err != nil {
+							if _, err := s.Take(ctx, subj, benchPolicy, 1); err != nil {
 								b.Error(err)
 								return
 							}

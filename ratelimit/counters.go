@@ -9,14 +9,15 @@ import (
 
 // Counters keep the rate-limit state of every subject.
 type Counters interface {
-	// Take decides one request of subject s under p, at the store's clock. When the request is
-	// Allowed it is charged to both windows; otherwise nothing is charged (a Limited request
-	// only counts toward suspension). Take is atomic per subject. It returns an error only
-	// when the store cannot answer (Redis unreachable); the Limiter then applies its failure
-	// policy.
-	Take(ctx context.Context, s Subject, p Policy) (Decision, error)
-	// Check decides as Take does, but an Allowed request is not charged: it tells whether s
-	// has room without spending it. A rejection counts toward suspension as Take's does.
+	// Take decides one request of subject s under p costing n units (a request is one; a
+	// GraphQL operation is charged its cost), at the store's clock. The request is Allowed
+	// only when both windows have room for all n, and then charged n to both; otherwise
+	// nothing is charged (a Limited request only counts toward suspension). Take is atomic
+	// per subject. It returns an error only when the store cannot answer (Redis unreachable);
+	// the Limiter then applies its failure policy. An n below 1 counts as 1.
+	Take(ctx context.Context, s Subject, p Policy, n int64) (Decision, error)
+	// Check decides as Take of one unit does, but an Allowed request is not charged: it tells
+	// whether s has room without spending it. A rejection counts toward suspension as Take's does.
 	Check(ctx context.Context, s Subject, p Policy) (Decision, error)
 }
 
@@ -140,11 +141,11 @@ type Window struct {
 	Name   string        // "minute" or "day", as in the RateLimit headers
 	Length time.Duration // one minute or one day
 	Limit  int64
-	Used   int64     // requests charged in the current window, this one included when Allowed
+	Used   int64     // units charged in the current window, this request's included when Allowed
 	Reset  time.Time // when the window ends and Used returns to zero
 }
 
-// Remaining returns how many more requests the window admits, never below zero.
+// Remaining returns how many more units the window admits, never below zero.
 func (w Window) Remaining() int64 { return max(0, w.Limit-w.Used) }
 
 // Decision is the Counters' answer for one request.

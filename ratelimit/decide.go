@@ -18,26 +18,29 @@ type state struct {
 	su, sl int64 // end and level of the latest suspension (su zero: never suspended)
 }
 
-// rules is a Policy in milliseconds, and whether an admitted request is charged.
+// rules is a Policy in milliseconds, what a request costs, and whether an admitted request is
+// charged.
 type rules struct {
 	perMinute, perDay            int64
 	after, window, base, ceiling int64
 	memory                       int64
-	check                        bool // Counters.Check: an admitted request is not charged
+	cost                         int64 // units a request takes from each window, at least 1
+	check                        bool  // Counters.Check: an admitted request is not charged
 }
 
-func rulesOf(p Policy) rules {
+// rulesOf returns the rules of a Take of n units under p.
+func rulesOf(p Policy, n int64) rules {
 	s := p.Suspension
 	return rules{
 		perMinute: p.PerMinute, perDay: p.PerDay,
 		after: s.After, window: s.Window.Milliseconds(), base: s.Base.Milliseconds(),
-		ceiling: s.Max.Milliseconds(), memory: s.Memory.Milliseconds(),
+		ceiling: s.Max.Milliseconds(), memory: s.Memory.Milliseconds(), cost: max(n, 1),
 	}
 }
 
-// checkRulesOf returns the rules of Counters.Check under p.
+// checkRulesOf returns the rules of Counters.Check under p: room for one unit.
 func checkRulesOf(p Policy) rules {
-	r := rulesOf(p)
+	r := rulesOf(p, 1)
 	r.check = true
 	return r
 }
@@ -49,20 +52,23 @@ type raw struct {
 	now, mc, dc, retryAt int64
 }
 
-// take decides one request at now, updating st. It reports whether st changed. Under check
-// rules an admitted request is not charged; a rejection is counted all the same.
+// take decides one request of r.cost units at now, updating st. It reports whether st
+// changed. The request is admitted only when every window has room for all its units, and
+// then charged them all. Under check rules an admitted request is not charged; a rejection is
+// counted all the same.
 func (st *state) take(now int64, r rules) (raw, bool) {
 	mi, di := now/minuteMS, now/dayMS
 	mc, dc := current(st.mw, mi, st.mc), current(st.dw, di, st.dc)
 	if st.su > now {
 		return raw{Suspended, now, mc, dc, max(st.su, blockedUntil(mi, di, mc, dc, r))}, false
 	}
-	if mc < r.perMinute && dc < r.perDay && r.check {
+	room := mc+r.cost <= r.perMinute && dc+r.cost <= r.perDay
+	if room && r.check {
 		return raw{Allowed, now, mc, dc, 0}, false
 	}
-	if mc < r.perMinute && dc < r.perDay {
-		st.mw, st.mc, st.dw, st.dc = mi, mc+1, di, dc+1
-		return raw{Allowed, now, mc + 1, dc + 1, 0}, true
+	if room {
+		st.mw, st.mc, st.dw, st.dc = mi, mc+r.cost, di, dc+r.cost
+		return raw{Allowed, now, mc + r.cost, dc + r.cost, 0}, true
 	}
 	retryAt := blockedUntil(mi, di, mc, dc, r)
 	if r.after <= 0 {
@@ -87,13 +93,14 @@ func current(stored, now, count int64) int64 {
 	return count
 }
 
-// blockedUntil returns when every exhausted window has reset (zero when none is exhausted).
+// blockedUntil returns when every window without room for r.cost units has reset (zero when
+// every one has room).
 func blockedUntil(mi, di, mc, dc int64, r rules) int64 {
 	var t int64
-	if mc >= r.perMinute {
+	if mc+r.cost > r.perMinute {
 		t = (mi + 1) * minuteMS
 	}
-	if dc >= r.perDay {
+	if dc+r.cost > r.perDay {
 		t = max(t, (di+1)*dayMS)
 	}
 	return t

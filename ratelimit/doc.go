@@ -8,12 +8,13 @@
 // # Algorithm: fixed windows aligned to the clock
 //
 // The minute window of a subject is the current UTC minute [hh:mm:00, hh:mm+1:00); the day
-// window is the current UTC day [00:00:00, 24:00:00). Each window has a counter. A request is
-// admitted only when every window has room (counter < limit); it is then charged to every
-// window (each counter +1). A rejected request charges nothing. The check and the charge are one
-// atomic step per subject (a mutex-guarded shard in process, one Lua script in Redis), so the
-// limiter never admits more than the limit in a window, under any concurrency and across any
-// number of instances. Time comes from one clock: the process clock, or Redis TIME when shared,
+// window is the current UTC day [00:00:00, 24:00:00). Each window has a counter. A request costs
+// units: one, but for a GraphQL operation over HTTP or on a WebSocket, which costs what its
+// operation costs (Meter, Charge). It is admitted only when every window has room for all of
+// them (counter + cost <= limit); it is then charged to every window (each counter + cost). A
+// rejected request charges nothing. The check and the charge are one atomic step per subject (a
+// mutex-guarded shard in process, one Lua script in Redis), so the limiter never admits more
+// than the limit in a window, under any concurrency and across any number of instances. Time comes from one clock: the process clock, or Redis TIME when shared,
 // so instances with skewed clocks agree.
 //
 // Worst-case burst at a window edge: because the windows are fixed, a client may spend a whole
@@ -24,11 +25,12 @@
 //
 // # Headers
 //
-// Every response that passes through Limiter.Middleware carries, for the window that binds
-// first (the one with fewer requests remaining; on a tie the one that resets later):
+// Every response that passes through Limiter.Middleware or Limiter.Meter carries, for the
+// window that binds first (the one with fewer units remaining; on a tie the one that resets
+// later):
 //
 //	X-RateLimit-Limit      the window's limit
-//	X-RateLimit-Remaining  requests still admitted in that window, this one already counted
+//	X-RateLimit-Remaining  units still admitted in that window, this request's already counted
 //	X-RateLimit-Reset      Unix seconds at which that window ends and its counter returns to
 //	                       zero (the next whole UTC minute, or the next 00:00 UTC)
 //	RateLimit-Policy       both windows: "minute";q=60;w=60, "day";q=1000;w=86400
@@ -37,9 +39,10 @@
 // While a subject is suspended, Remaining is 0 and Reset (and t) is the moment a retry is
 // admitted: the end of the suspension, or later if a window is exhausted until then.
 // A rejected request gets 429 with Retry-After in whole seconds (at least 1): the time until
-// every exhausted window has reset, or until the suspension ends, whichever is later. A client
-// that waits that long and retries is admitted, unless other traffic of the same subject spent
-// the budget meanwhile.
+// every window without room for its cost has reset, or until the suspension ends, whichever is
+// later. A client that waits that long and retries is admitted, unless other traffic of the
+// same subject spent the budget meanwhile. An operation costing more than a window's whole
+// limit, which no wait would admit, is refused invalid_request instead, charged one unit.
 //
 // # Suspension
 //

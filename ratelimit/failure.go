@@ -12,22 +12,25 @@ import (
 // failureLogEvery bounds the store-failure log lines while a failure lasts.
 const failureLogEvery = 10 * time.Second
 
-// storeFailed applies the failure policy. A request whose client has gone is dropped silently.
-func (l *Limiter) storeFailed(c *gin.Context, p Policy, err error) {
+// storeFailed applies the failure policy to the request of c, the store having failed to decide
+// on it under p, and reports whether the request goes on (failing open, with the headers of
+// the full quota); otherwise it has been answered 503, or dropped silently when its client has
+// gone.
+func (l *Limiter) storeFailed(c *gin.Context, p Policy, err error) bool {
 	ctx := c.Request.Context()
 	if ctx.Err() != nil {
 		c.Abort()
-		return
+		return false
 	}
 	l.noteFailure(ctx, err)
 	setHeaders(c.Writer.Header(), decision(p, raw{outcome: Allowed, now: time.Now().UnixMilli()}))
 	if l.failOpen {
-		c.Next()
-		return
+		return true
 	}
 	c.Header("Retry-After", "1")
 	apierr.Write(c.Writer, c.Request, unavailable(err))
 	c.Abort()
+	return false
 }
 
 // unavailable returns the error of a request the store could not decide on, failing closed.

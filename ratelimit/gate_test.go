@@ -67,7 +67,7 @@ type takeResult struct {
 func takeAsync(ctx context.Context, s *RedisCounters, subj Subject, p Policy) <-chan takeResult {
 	r := make(chan takeResult, 1)
 	go func() {
-		d, err := s.Take(ctx, subj, p)
+		d, err := s.Take(ctx, subj, p, 1)
 		r <- takeResult{d, err}
 	}()
 	return r

@@ -50,8 +50,8 @@ func TestRedisBatchIsSequential(t *testing.T) {
 			mem := NewMemoryCounters(clock.Now)
 			subj, ctx := KeySubject(1), context.Background()
 			for i := range tt.before {
-				got, err := s.Take(ctx, subj, tt.p)
-				if want, _ := mem.Take(ctx, subj, tt.p); err != nil || got != want {
+				got, err := s.Take(ctx, subj, tt.p, 1)
+				if want, _ := mem.Take(ctx, subj, tt.p, 1); err != nil || got != want {
 					t.Fatalf("Take %d before: got %+v, %v; want %+v", i, got, err, want)
 				}
 			}
@@ -63,7 +63,7 @@ func TestRedisBatchIsSequential(t *testing.T) {
 			g.open()
 			for i, r := range results {
 				got := <-r
-				want, _ := mem.Take(ctx, subj, tt.p)
+				want, _ := mem.Take(ctx, subj, tt.p, 1)
 				if got.err != nil || got.d != want || got.d.Outcome != tt.want[i] {
 					t.Errorf("Take %d of the batch (want %v):\ngot  %+v, %v\nwant %+v", i, tt.want[i], got.d, got.err, want)
 				}
@@ -173,7 +173,7 @@ func TestRedisBatchMixesSubjects(t *testing.T) {
 			continue
 		}
 		got := <-results[i]
-		if want, _ := mem.Take(ctx, st.subj, st.p); got.err != nil || got.d != want {
+		if want, _ := mem.Take(ctx, st.subj, st.p, 1); got.err != nil || got.d != want {
 			t.Errorf("Take %d (%v):\ngot  %+v, %v\nwant %+v", i, st.subj, got.d, got.err, want)
 		}
 	}

@@ -68,7 +68,7 @@ func (l *Limiter) StoreErrors() uint64 { return l.storeErrors.Load() }
 // subject returns who r is charged to and under which limits.
 func (l *Limiter) subject(r *http.Request) (Subject, Policy) {
 	if p := auth.FromContext(r.Context()); p != nil {
-		return KeySubject(p.KeyID), Policy{PerMinute: p.Plan.PerMinute, PerDay: p.Plan.PerDay, Suspension: l.suspend}
+		return KeySubject(p.KeyID), l.keyPolicy(p)
 	}
 	return AddrSubject(clientaddr.From(r)), l.anon
 }

@@ -54,7 +54,7 @@ func TestSuspensionsOff(t *testing.T) {
 	s := NewMemoryCounters(newFakeClock().Now)
 	p := Policy{PerMinute: 1, PerDay: 10}
 	for i, want := range []Outcome{Allowed, Limited, Limited, Limited, Limited} {
-		if d, _ := s.Take(context.Background(), KeySubject(1), p); d.Outcome != want {
+		if d, _ := s.Take(context.Background(), KeySubject(1), p, 1); d.Outcome != want {
 			t.Errorf("request %d: got %v; want %v", i+1, d.Outcome, want)
 		}
 	}
@@ -65,14 +65,14 @@ func TestMemoryCountersForgetExpiredSubjects(t *testing.T) {
 	s := NewMemoryCounters(clock.Now)
 	ctx := context.Background()
 	for id := int64(1); id <= 500; id++ {
-		_, _ = s.Take(ctx, KeySubject(id), keyPolicy)
+		_, _ = s.Take(ctx, KeySubject(id), keyPolicy, 1)
 	}
 	if got := s.len(); got != 500 {
 		t.Fatalf("subjects: got %d; want 500", got)
 	}
 	clock.Advance(48 * time.Hour)
 	for id := int64(1001); id <= 1000+shardCount*8; id++ { // touches every shard
-		_, _ = s.Take(ctx, KeySubject(id), keyPolicy)
+		_, _ = s.Take(ctx, KeySubject(id), keyPolicy, 1)
 	}
 	if got := s.len(); got != shardCount*8 {
 		t.Errorf("subjects after two days: got %d; want %d (only the new ones)", got, shardCount*8)

@@ -46,8 +46,8 @@ func NewMemoryCounters(clock func() time.Time) *MemoryCounters {
 }
 
 // Take implements Counters. It never fails.
-func (s *MemoryCounters) Take(_ context.Context, subj Subject, p Policy) (Decision, error) {
-	return s.decide(subj, p, rulesOf(p)), nil
+func (s *MemoryCounters) Take(_ context.Context, subj Subject, p Policy, n int64) (Decision, error) {
+	return s.decide(subj, p, rulesOf(p, n)), nil
 }
 
 // Check implements Counters. It never fails.

@@ -21,25 +21,43 @@ import (
 // budget nor leads to a suspension; but for one from an address over its budget that Gate let
 // through to a read that was not made, which gets the address's 429 that Gate counted.
 func (l *Limiter) Middleware(c *gin.Context) {
+	if subj, p, ok := l.subjectOf(c); ok {
+		l.charge(c, subj, p)
+	}
+}
+
+// subjectOf returns who the request of c is charged to and under which limits, or answers it
+// and reports false: a request whose key could not be checked, and one whose address Gate
+// refused.
+func (l *Limiter) subjectOf(c *gin.Context) (Subject, Policy, bool) {
 	r := c.Request
 	if err := auth.Unchecked(c); err != nil {
 		if v, ok := c.Get(refusedKey); ok { // the gate let the read go on, but none was made
 			l.reject(c, AddrSubject(clientaddr.From(r)), v.(Decision))
-			return
+			return Subject{}, Policy{}, false
 		}
 		l.unchecked(c, err)
-		return
+		return Subject{}, Policy{}, false
 	}
 	subj, p := l.subject(r)
 	if subj.KeyID == 0 { // a valid key's request never looks
 		if v, ok := c.Get(refusedKey); ok {
 			l.reject(c, subj, v.(Decision)) // the gate counted it; its key was no valid one
-			return
+			return Subject{}, Policy{}, false
 		}
 	}
-	d, err := l.store.Take(r.Context(), subj, p)
+	return subj, p, true
+}
+
+// charge charges the request of c one request to subj under p, and sets the rate-limit
+// headers before the handlers after it run, or answers it when it is rejected.
+func (l *Limiter) charge(c *gin.Context, subj Subject, p Policy) {
+	r := c.Request
+	d, err := l.store.Take(r.Context(), subj, p, 1)
 	if err != nil {
-		l.storeFailed(c, p, err)
+		if l.storeFailed(c, p, err) {
+			c.Next()
+		}
 		return
 	}
 	l.storeAnswered(r.Context())
@@ -66,10 +84,14 @@ func (l *Limiter) unchecked(c *gin.Context, err error) {
 
 // reject answers the rejected request of subj: 429 with the headers of d and Retry-After.
 func (l *Limiter) reject(c *gin.Context, subj Subject, d Decision) {
+	refuse(c, d, rejection(subj, d, retrySecs(d)))
+}
+
+// refuse answers the request of c with e, the rate-limit headers of d and Retry-After.
+func refuse(c *gin.Context, d Decision, e *apierr.Error) {
 	setHeaders(c.Writer.Header(), d)
-	secs := int64(d.RetryAfter() / time.Second)
-	c.Header("Retry-After", strconv.FormatInt(secs, 10))
-	apierr.Write(c.Writer, c.Request, rejection(subj, d, secs))
+	c.Header("Retry-After", strconv.FormatInt(retrySecs(d), 10))
+	apierr.Write(c.Writer, c.Request, e)
 	c.Abort()
 }
 

@@ -15,8 +15,8 @@ import (
 // A lone Take is sent at once, without waiting for company; under load, batches form from the
 // Takes that arrive while pipelines are in flight.
 //
-// The calls of a batch with equal args (one subject under one policy, at one pinned clock: under
-// load, mostly the calls of one busy key) form a group, sent as one EVALSHA that decides them
+// The calls of a batch with equal args (one subject under one policy and cost, at one pinned
+// clock: under load, mostly the calls of one busy key) form a group, sent as one EVALSHA that decides them
 // one after the other, in queue order, at one reading of Redis TIME: exactly what their separate
 // script calls would decide, were they run back to back at that moment. Each script call is
 // atomic on its own key, so neither pipelining nor grouping changes what a sequence of requests
@@ -41,19 +41,20 @@ type call struct {
 	err        error
 }
 
-// args are what take.lua reads, but the count: KEYS[1], the subject's hash, ARGV[1..8], and
-// ARGV[10], whether the calls are Checks. The calls of a batch with equal args are decided by
-// one script call.
+// args are what take.lua reads, but the count: KEYS[1], the subject's hash, ARGV[1..8],
+// ARGV[10], whether the calls are Checks, and ARGV[11], the units each call costs. The calls of
+// a batch with equal args are decided by one script call.
 type args struct {
 	key   string
 	argv  [8]int64
+	cost  int64
 	check bool
 }
 
 // group is the calls of a batch with equal args and their script call: ARGV[9] is n.
 type group struct {
 	keys  [1]string
-	argv  [10]any
+	argv  [11]any
 	n     int
 	cmd   *redis.Cmd
 	reply []int64 // 5 integers per call, in queue order
@@ -173,6 +174,7 @@ func (sd *sender) form() (sent int) {
 			if c.args.check {
 				sd.groups[i].argv[9] = 1
 			}
+			sd.groups[i].argv[10] = c.args.cost
 		}
 		g := &sd.groups[i]
 		c.group, c.seq = i, g.n

@@ -143,7 +143,7 @@ func TestRedisTakeCanceled(t *testing.T) {
 	}
 	// The canceled Take in flight returned at once; its pipeline may still be on its way.
 	eventually(t, "every call sent", func() bool { sum, _ := sizes.stats(); return sum == maxPipelines+1 })
-	d, err := s.Take(context.Background(), subj, keyPolicy)
+	d, err := s.Take(context.Background(), subj, keyPolicy, 1)
 	if want := int64(maxPipelines + 2); err != nil || d.Minute.Used != want {
 		t.Errorf("last Take: got Used %d, %v; want %d (every call sent, but the canceled queued one)",
 			d.Minute.Used, err, want)
@@ -237,7 +237,7 @@ func TestRedisUnreachable(t *testing.T) {
 			var wg sync.WaitGroup
 			for i := range 100 {
 				wg.Go(func() {
-					_, err := s.Take(ctx, KeySubject(int64(i%7+1)), keyPolicy)
+					_, err := s.Take(ctx, KeySubject(int64(i%7+1)), keyPolicy, 1)
 					if err == nil || errors.Is(err, context.DeadlineExceeded) || !strings.HasPrefix(err.Error(), "ratelimit: redis decision for {") {
 						t.Errorf("Take: got %v; want the client's error, wrapped", err)
 					}

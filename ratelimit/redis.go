@@ -72,9 +72,9 @@ func NewRedisCounters(client redis.UniversalClient, prefix string, pipelineConte
 }
 
 // Take implements Counters: its decision is sent in a pipeline with those of concurrent Takes, in
-// one script call with those of the same subject and policy.
-func (s *RedisCounters) Take(ctx context.Context, subj Subject, p Policy) (Decision, error) {
-	return s.decide(ctx, subj, p, rulesOf(p))
+// one script call with those of the same subject, policy and cost.
+func (s *RedisCounters) Take(ctx context.Context, subj Subject, p Policy, n int64) (Decision, error) {
+	return s.decide(ctx, subj, p, rulesOf(p, n))
 }
 
 // Check implements Counters: it is sent as Take is, in a script call of its own kind.
@@ -126,6 +126,7 @@ func (s *RedisCounters) newCall(ctx context.Context, subj Subject, r rules) *cal
 		args: args{
 			key:   s.key(subj),
 			argv:  [8]int64{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, s.pinnedNow()},
+			cost:  r.cost,
 			check: r.check,
 		},
 		done: make(chan struct{}),

@@ -16,7 +16,7 @@ var keyPolicy = Policy{PerMinute: 60, PerDay: 1000, Suspension: DefaultConfig().
 func TestRedisUsesServerTime(t *testing.T) {
 	t.Parallel()
 	s := NewRedisCounters(testRedis(t), testPrefix(t), nil)
-	d, err := s.Take(context.Background(), KeySubject(1), keyPolicy)
+	d, err := s.Take(context.Background(), KeySubject(1), keyPolicy, 1)
 	if err != nil {
 		t.Fatalf("Take: %v", err)
 	}
@@ -43,7 +43,7 @@ func TestRedisKeys(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.key, func(t *testing.T) {
-			if _, err := s.Take(ctx, tt.subject, keyPolicy); err != nil {
+			if _, err := s.Take(ctx, tt.subject, keyPolicy, 1); err != nil {
 				t.Fatalf("Take: %v", err)
 			}
 			got, err := c.HGetAll(ctx, tt.key).Result()
@@ -72,7 +72,7 @@ func TestRedisScriptReloaded(t *testing.T) {
 		t.Fatalf("SCRIPT EXISTS before: got %v, %v; want false", ok, err)
 	}
 	for i := int64(1); i <= 2; i++ {
-		d, err := s.Take(ctx, KeySubject(1), keyPolicy)
+		d, err := s.Take(ctx, KeySubject(1), keyPolicy, 1)
 		if err != nil || d.Minute.Used != i {
 			t.Fatalf("Take %d: got %+v, %v; want Used %d", i, d.Minute, err, i)
 		}

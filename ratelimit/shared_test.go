@@ -13,9 +13,9 @@ import (
 	"petstore/auth"
 )
 
-// TestStoresAgree replays one random sequence of requests (Takes and, one in four, Checks),
-// subjects and clock jumps (across minutes, days, rejections and suspensions) against both
-// stores and compares every decision.
+// TestStoresAgree replays one random sequence of requests (Takes of 1 to 3 units and, one in
+// four, Checks), subjects and clock jumps (across minutes, days, rejections and suspensions)
+// against both stores and compares every decision.
 func TestStoresAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -27,17 +27,18 @@ func TestStoresAgree(t *testing.T) {
 		After: 3, Window: 30 * time.Second, Base: 2 * time.Minute, Max: 5 * time.Minute, Memory: 10 * time.Minute,
 	}}
 	rng := rand.New(rand.NewPCG(1, 2))
+	costs := rand.New(rand.NewPCG(7, 8)) // apart from rng, which draws the sequence
 	ctx := context.Background()
 	seen := map[Outcome]int{}
 	for i := range 600 {
 		clock.Advance(randomStep(rng))
-		s := subjects[rng.IntN(len(subjects))]
+		s, n := subjects[rng.IntN(len(subjects))], int64(1+costs.IntN(3))
 		memDecide, redDecide := mem.Take, red.Take
 		if rng.IntN(4) == 0 {
-			memDecide, redDecide = mem.Check, red.Check
+			memDecide, redDecide = checkOnly(mem.Check), checkOnly(red.Check)
 		}
-		want, _ := memDecide(ctx, s, p)
-		got, err := redDecide(ctx, s, p)
+		want, _ := memDecide(ctx, s, p, n)
+		got, err := redDecide(ctx, s, p, n)
 		if err != nil {
 			t.Fatalf("step %d: redis: %v", i, err)
 		}
@@ -54,10 +55,16 @@ func TestStoresAgree(t *testing.T) {
 	t.Logf("outcomes: %v, final clock %v", seen, clock.Now())
 }
 
+// checkOnly returns check as a Take, the cost left out: a Check asks for one unit.
+func checkOnly(check func(context.Context, Subject, Policy) (Decision, error)) func(context.Context, Subject, Policy, int64) (Decision, error) {
+	return func(ctx context.Context, s Subject, p Policy, _ int64) (Decision, error) { return check(ctx, s, p) }
+}
+
 // TestScriptBatchesAgree replays a random sequence of batches (1 to 8 requests of one subject at
-// one clock reading, Takes or, one batch in four, Checks, across minutes, days, rejections and
-// suspensions) through take.lua with its count, and compares every decision, and the state left
-// after every batch, with a MemoryCounters taking (or checking) the same requests one by one.
+// one clock reading, Takes of 1 to 3 units each or, one batch in four, Checks, across minutes,
+// days, rejections and suspensions) through take.lua with its count and cost, and compares
+// every decision, and the state left after every batch, with a MemoryCounters taking (or
+// checking) the same requests one by one.
 func TestScriptBatchesAgree(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -68,22 +75,24 @@ func TestScriptBatchesAgree(t *testing.T) {
 		After: 3, Window: 30 * time.Second, Base: 2 * time.Minute, Max: 5 * time.Minute,
 		Memory: 20 * time.Hour, // long enough to set the hashes' expiry, and to reach the top level
 	}}
-	r := rulesOf(p)
+	r := rulesOf(p, 1)
 	rng := rand.New(rand.NewPCG(3, 4))
 	checks := rand.New(rand.NewPCG(5, 6)) // apart from rng, which draws the sequence
 	ctx := context.Background()
 	seen := map[Outcome]int{}
 	for i := range 300 {
 		clock.Advance(randomStep(rng))
-		s, n := subjects[rng.IntN(len(subjects))], 1+rng.IntN(8)
+		s, n, cost := subjects[rng.IntN(len(subjects))], 1+rng.IntN(8), int64(1+checks.IntN(3))
 		argv := []any{r.perMinute, r.perDay, r.after, r.window, r.base, r.ceiling, r.memory, clock.Now().UnixMilli()}
 		expireBy(t, red, mem, s, clock.Now())
 		memDecide := mem.Take
 		switch {
 		case checks.IntN(4) == 0:
-			argv, memDecide = append(argv, n, 1), mem.Check
+			argv, memDecide = append(argv, n, 1), checkOnly(mem.Check)
+		case cost > 1:
+			argv = append(argv, n, 0, cost)
 		case n > 1:
-			argv = append(argv, n) // a single decision, a Take, is the default
+			argv = append(argv, n) // a single decision, a Take of one unit, is the default
 		}
 		reply, err := red.script.Run(ctx, red.client, []string{red.key(s)}, argv...).Int64Slice()
 		if err != nil || len(reply) != 5*n {
@@ -94,7 +103,7 @@ func TestScriptBatchesAgree(t *testing.T) {
 			if err != nil {
 				t.Fatalf("step %d, decision %d: %v", i, k, err)
 			}
-			want, _ := memDecide(ctx, s, p)
+			want, _ := memDecide(ctx, s, p, cost)
 			if got := decision(p, res); got != want {
 				t.Fatalf("step %d, decision %d of %d (%v at %v):\nredis  %+v\nmemory %+v", i, k, n, s, clock.Now(), got, want)
 			}

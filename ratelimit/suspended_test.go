@@ -15,7 +15,7 @@ func suspendKeys(t *testing.T, s Counters, cfg Config, ids ...int64) {
 		var d Decision
 		for range cfg.SuspendAfter + 1 {
 			var err error
-			if d, err = s.Take(context.Background(), KeySubject(id), p); err != nil {
+			if d, err = s.Take(context.Background(), KeySubject(id), p, 1); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -55,7 +55,7 @@ func TestSuspendedKeys(t *testing.T) {
 		if _, ok := s.(*RedisCounters); ok && (pipelines.Load() != 3 || calls.Load() != 2500) {
 			t.Errorf("%d pipelines of %d checks in all; want 3 of 2500", pipelines.Load(), calls.Load())
 		}
-		d, err := s.Take(context.Background(), KeySubject(8), Policy{PerMinute: 1, PerDay: 1, Suspension: cfg.suspension()})
+		d, err := s.Take(context.Background(), KeySubject(8), Policy{PerMinute: 1, PerDay: 1, Suspension: cfg.suspension()}, 1)
 		if err != nil || d.Outcome != Allowed {
 			t.Fatalf("key 8 after the check: %v %v; want its one request admitted (the check charged nothing)", d.Outcome, err)
 		}

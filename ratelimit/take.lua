@@ -9,7 +9,8 @@
 -- ARGV     per_minute, per_day, suspend_after, suspend_window_ms, suspend_base_ms,
 --          suspend_max_ms, suspend_memory_ms, now_ms (0: use Redis TIME, the shared clock),
 --          n (the number of decisions, at least 1; 1 when absent), check (1: Store.Check, an
---          admitted request is not charged; 0 or absent: Store.Take)
+--          admitted request is not charged; 0 or absent: Store.Take), cost (the units each
+--          decision takes from both windows when admitted, at least 1; 1 when absent)
 -- returns  5*n integers, 5 per decision in turn: outcome (1 allowed, 2 limited, 3 suspended),
 --          now_ms, minute_count, day_count, retry_at_ms (0 when allowed)
 --
@@ -30,6 +31,7 @@ local base, ceiling, memory = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARG
 local now = tonumber(ARGV[8])
 local n = tonumber(ARGV[9]) or 1
 local check = tonumber(ARGV[10]) == 1
+local cost = math.max(tonumber(ARGV[11]) or 1, 1)
 if now <= 0 then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
@@ -53,23 +55,24 @@ for i = 1, 5 * n, 5 do
   local cmc, cdc = mc, dc
   if mw ~= mi then cmc = 0 end
   if dw ~= di then cdc = 0 end
-  -- blockedUntil: when every exhausted window has reset (0 when none is exhausted).
+  -- blockedUntil: when every window without room for cost has reset (0 when all have room).
   local blocked = 0
-  if cmc >= perMinute then blocked = (mi + 1) * MINUTE end
-  if cdc >= perDay then blocked = math.max(blocked, (di + 1) * DAY) end
+  if cmc + cost > perMinute then blocked = (mi + 1) * MINUTE end
+  if cdc + cost > perDay then blocked = math.max(blocked, (di + 1) * DAY) end
+  local room = cmc + cost <= perMinute and cdc + cost <= perDay
   local outcome, retryAt
   repeat -- until true: each break is a return of state.take
     if su > now then
       outcome, retryAt = SUSPENDED, math.max(su, blocked)
       break
     end
-    if cmc < perMinute and cdc < perDay and check then
+    if room and check then
       outcome, retryAt = ALLOWED, 0
       break
     end
-    if cmc < perMinute and cdc < perDay then
-      mw, mc, dw, dc, counts = mi, cmc + 1, di, cdc + 1, true
-      outcome, cmc, cdc, retryAt = ALLOWED, cmc + 1, cdc + 1, 0
+    if room then
+      mw, mc, dw, dc, counts = mi, cmc + cost, di, cdc + cost, true
+      outcome, cmc, cdc, retryAt = ALLOWED, cmc + cost, cdc + cost, 0
       break
     end
     outcome, retryAt = LIMITED, blocked

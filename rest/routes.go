@@ -40,6 +40,7 @@ type Deps struct {
 	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
 	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (live.KeylessUpgrade); nil for none
 	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
+	Streams    func(*http.Request) bool    // reports a request that Stream serves (live.IsStream), charged one request as it opens; nil for none
 	Immutable  bool                        // nothing but the API writes the pets (PETSTORE_PAGE_CACHE on): full pages and single pets are sent as immutable
 }
 
@@ -50,6 +51,9 @@ type Limiter interface {
 	Gate(c *gin.Context)
 	// Middleware charges the request to its key or its address and sets the rate-limit headers.
 	Middleware(c *gin.Context)
+	// Meter is Middleware for a GraphQL operation over HTTP: the request of a valid key is
+	// charged by the GraphQL handler, what its operation costs, and gets its headers then.
+	Meter(c *gin.Context)
 }
 
 // NewRouter returns the whole HTTP surface: /v1 (REST, GraphQL, OpenAPI, playground, API
@@ -83,7 +87,7 @@ func NewRouter(d Deps) *gin.Engine {
 	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
 	// they carry the rate-limit headers, but answered without requiring a key. / is answered
 	// uncharged, like the pages it leads to.
-	ident := identify(d, nil)
+	ident := identify(d, nil, nil)
 	r.NoRoute(slices.Concat(underV1(ident), []gin.HandlerFunc{atRoot(d.Reference != nil), notFound})...)
 	r.NoMethod(append(underV1(ident), methodNotAllowed)...)
 
@@ -121,9 +125,12 @@ func NewRouter(d Deps) *gin.Engine {
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	get(v1, "/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
 	get(api, "/store/orders", listOrders)
-	// A WebSocket upgrade is identified and charged, but its key may come in connection_init:
-	// one without a key is charged there, to the key.
-	gql := slices.Concat(identify(d, d.Keyless), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
+	// An operation over HTTP is charged what it costs, once the GraphQL handler knows; a
+	// WebSocket upgrade or an event stream one request as it opens, its operations what they
+	// cost past that (live). A WebSocket upgrade is identified and charged, but its key may
+	// come in connection_init: one without a key is charged there, to the key.
+	metered := func(r *http.Request) bool { return !isUpgrade(r) && (d.Streams == nil || !d.Streams(r)) }
+	gql := slices.Concat(identify(d, d.Keyless, metered), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
 		gin.WrapH(d.GraphQL)})
 	if d.Playground != nil {
 		gql = slices.Insert(gql, 0, toPlayground) // a browser opening the endpoint gets the playground
@@ -133,7 +140,7 @@ func NewRouter(d Deps) *gin.Engine {
 	if d.Stream != nil {
 		post = slices.Insert(post, 0, d.Stream)
 	}
-	api.POST("/graphql", post...)
+	v1.POST("/graphql", slices.Concat(identify(d, nil, metered), []gin.HandlerFunc{limitRequest, auth.Require, limitBody}, post)...)
 	return r
 }
 
@@ -149,7 +156,7 @@ func get(g gin.IRoutes, path string, handlers ...gin.HandlerFunc) {
 // not nil.
 func requireOrUpgrade(upgrade gin.HandlerFunc) gin.HandlerFunc {
 	return func(c *gin.Context) {
-		if upgrade != nil && strings.EqualFold(c.GetHeader("Upgrade"), "websocket") {
+		if upgrade != nil && isUpgrade(c.Request) {
 			upgrade(c)
 			return
 		}
@@ -157,12 +164,16 @@ func requireOrUpgrade(upgrade gin.HandlerFunc) gin.HandlerFunc {
 	}
 }
 
+// isUpgrade reports whether r asks for a WebSocket upgrade.
+func isUpgrade(r *http.Request) bool { return strings.EqualFold(r.Header.Get("Upgrade"), "websocket") }
+
 // identify returns the middleware that identifies a /v1 request and charges it: the key from
 // the cache; for a key the cache does not hold, the limiter's gate (an address over its budget
 // is refused before the key table is read, unless its key is listed valid or the over-budget
-// reads have one left), then the read; then the charge to the key, or to the client address when there is no valid key. A
-// request that uncharged reports (nil: none) is charged to nobody.
-func identify(d Deps, uncharged func(*http.Request) bool) []gin.HandlerFunc {
+// reads have one left), then the read; then the charge to the key, or to the client address
+// when there is no valid key. A request that uncharged reports (nil: none) is charged to
+// nobody; one that metered reports (nil: none) is charged by its handler (Limiter.Meter).
+func identify(d Deps, uncharged, metered func(*http.Request) bool) []gin.HandlerFunc {
 	chain := []gin.HandlerFunc{d.Identify}
 	if d.Limit != nil {
 		chain = append(chain, d.Limit.Gate)
@@ -171,19 +182,24 @@ func identify(d Deps, uncharged func(*http.Request) bool) []gin.HandlerFunc {
 		chain = append(chain, d.Lookup)
 	}
 	if d.Limit != nil {
-		chain = append(chain, chargeUnless(uncharged, d.Limit.Middleware))
+		chain = append(chain, charge(d.Limit, uncharged, metered))
 	}
 	return chain
 }
 
-// chargeUnless returns charge, skipped for the requests that uncharged reports (nil: none).
-func chargeUnless(uncharged func(*http.Request) bool, charge gin.HandlerFunc) gin.HandlerFunc {
-	if uncharged == nil {
-		return charge
+// charge returns l's charge of a request: none for those that uncharged reports, Meter for
+// those that metered reports (either nil: none), else Middleware.
+func charge(l Limiter, uncharged, metered func(*http.Request) bool) gin.HandlerFunc {
+	if uncharged == nil && metered == nil {
+		return l.Middleware
 	}
 	return func(c *gin.Context) {
-		if !uncharged(c.Request) {
-			charge(c)
+		switch {
+		case uncharged != nil && uncharged(c.Request):
+		case metered != nil && metered(c.Request):
+			l.Meter(c)
+		default:
+			l.Middleware(c)
 		}
 	}
 }
