@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/go-sql-driver/mysql"
 	"github.com/pressly/goose/v3"
 
 	"petstore/internal/dblock"
@@ -38,7 +39,8 @@ const recheckEvery = time.Second
 //
 // On MySQL it first looks, reading only, whether any is pending: when none is, it takes no
 // lock and changes nothing, so that a user that may not change the schema can start the
-// service on a current one. Else the whole of goose's work, its first look at the version
+// service on a current one; when some are and the user may not apply them, the error wraps
+// ErrBehind. Else the whole of goose's work, its first look at the version
 // table included, runs under a named lock (GET_LOCK, internal/dblock), so that of instances
 // starting at once one migrates and the others wait in the server, which wakes the next as
 // soon as the lock is free, then find nothing to apply. Goose's own lock is taken only after
@@ -64,7 +66,20 @@ func Apply(ctx context.Context, db *sql.DB, dialect string) (int, error) {
 		applied, err = up(ctx, db, dialect)
 		return err
 	})
+	if refused(err) {
+		if pending, perr := Pending(ctx, db, dialect); perr == nil && len(pending) > 0 {
+			err = fmt.Errorf("%w; applying them was refused: %w", behind(pending), err)
+		}
+	}
 	return applied, err
+}
+
+// refused reports whether err is MySQL's refusal of a statement to a user without the
+// privilege it needs (1044, 1142, 1227), such as the serving user of deploy/mysql/grants.sql,
+// which may not change the schema.
+func refused(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && (myErr.Number == 1044 || myErr.Number == 1142 || myErr.Number == 1227)
 }
 
 // whileBehind runs fn under the migration lock of db, a MySQL database, unless no migration

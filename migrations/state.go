@@ -3,9 +3,11 @@ package migrations
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 )
 
 // Migration is the state of one migration in a database.
@@ -47,6 +49,29 @@ func Pending(ctx context.Context, db *sql.DB, dialect string) ([]Migration, erro
 		return nil, err
 	}
 	return slices.DeleteFunc(list, func(m Migration) bool { return m.Applied }), nil
+}
+
+// ErrBehind marks the error of a database that lacks migrations of this build which were not
+// applied: the command was not to apply them (Check), or the database refused (Apply).
+var ErrBehind = errors.New("the database lacks migrations of this build")
+
+// Check returns nil when db has every migration of this build, else an error wrapping
+// ErrBehind that names the missing ones; it reads only.
+func Check(ctx context.Context, db *sql.DB, dialect string) error {
+	pending, err := Pending(ctx, db, dialect)
+	if err != nil || len(pending) == 0 {
+		return err
+	}
+	return behind(pending)
+}
+
+// behind returns the ErrBehind of a database that lacks pending.
+func behind(pending []Migration) error {
+	files := make([]string, len(pending))
+	for i, m := range pending {
+		files[i] = m.File
+	}
+	return fmt.Errorf("migrations: %w: %s", ErrBehind, strings.Join(files, ", "))
 }
 
 // appliedVersions returns the versions recorded in goose's table of db, but goose's own 0,
