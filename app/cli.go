@@ -142,7 +142,7 @@ func OpenDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*stor
 		_, err = db.Migrate(ctx)
 	}
 	if errors.Is(err, migrations.ErrBehind) {
-		err = fmt.Errorf("%w; run petstore migrate up first, as a database user that may change the schema", err)
+		err = fmt.Errorf("%w; run petstore migrate up first, as a database user that may change the schema (deploy/mysql/grants.sql)", err)
 	}
 	if err != nil {
 		_ = db.Close()

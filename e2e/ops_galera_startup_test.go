@@ -4,7 +4,9 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"net/url"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,9 +23,11 @@ import (
 // between rounds): their migrations and development keys meet on three nodes, where the named
 // lock that serialises them on one server (GET_LOCK) holds per node only. In each round each
 // must start and be ready within a minute, the migrations be applied once each, one
-// development key be made and the migration lease be gone (startRounds). An instance starts on
-// a migrated database whose migration lease was left behind. Then two instances' purgers run
-// at once on the same expired idempotency records: none is left, no round fails.
+// development key be made and the migration lease be gone (startRounds). Then, as the users of
+// deploy/mysql/grants.sql (migrate up as the migrating one): an instance of the serving one
+// starts on the migrated database although its migration lease was left behind, and two
+// instances' purgers of the serving one run at once on the same expired idempotency records:
+// none is left, no round fails.
 func TestGaleraStartTogether(t *testing.T) {
 	quiet(t)
 	g := dbtest.StartGalera(t, 3)
@@ -41,15 +45,20 @@ func TestGaleraStartTogether(t *testing.T) {
 		return dsns, g.Nodes[2].DSN("petstore")
 	})
 
-	// The purge, on a database of its own: the rounds' instances were killed, and may have
-	// left their purge leases behind.
+	// The purge, on a database of its own (the rounds' instances were killed, and may have
+	// left their purge leases behind), and as the users of deploy/mysql/grants.sql: migrated
+	// by the migrating one, purged by the serving one, which may not create the lease table.
 	if err := g.Nodes[0].Exec("CREATE DATABASE petstore_purge CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		t.Fatal(err)
+	}
+	migrate, serve := grantsUsers(t, g.Nodes[0].DSN("petstore_purge"))
+	if _, err := runAs([]string{"PETSTORE_DB=" + migrate}, "migrate", "up"); err != nil {
 		t.Fatal(err)
 	}
 	cfg := config.Default()
 	dbs := make([]*store.DB, len(g.Nodes))
 	for i, node := range g.Nodes {
-		db, err := store.Open(context.Background(), node.DSN("petstore_purge"), store.DefaultPool)
+		db, err := store.Open(context.Background(), atNode(serve, node), store.DefaultPool)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -59,15 +68,12 @@ func TestGaleraStartTogether(t *testing.T) {
 		}
 		dbs[i] = db
 	}
-	if _, err := dbs[0].Migrate(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	// A migration lease left behind (by an instance that died after migrating) holds no one
 	// back once the migrations are applied.
 	if err := dbs[0].Exec("INSERT INTO petstore_locks (name, holder, expires) VALUES ('petstore-migrate', REPEAT('0', 32), NOW(6) + INTERVAL 10 MINUTE)").Error; err != nil {
 		t.Fatal(err)
 	}
-	cmd, _, _, err := startWithin(t, g.Nodes[1].DSN("petstore_purge"))
+	cmd, _, _, err := startWithin(t, atNode(serve, g.Nodes[1]))
 	if err != nil {
 		t.Errorf("an instance on a migrated database with a migration lease left behind: %v", err)
 	}
@@ -105,6 +111,13 @@ func TestGaleraStartTogether(t *testing.T) {
 	if left != 0 || warnings.n.Load() != 0 {
 		t.Errorf("purge on two nodes: %d left, %d warnings logged; want 0 and 0", left, warnings.n.Load())
 	}
+}
+
+// atNode returns dsn with the address of node.
+func atNode(dsn string, node *dbtest.GaleraNode) string {
+	u, _ := url.Parse(dsn)
+	u.Host = fmt.Sprintf("127.0.0.1:%d", node.Port)
+	return u.String()
 }
 
 // countingHandler is a slog handler that counts the records of level warning and above.
