@@ -57,12 +57,7 @@ func grantsUsers(t *testing.T, root string) (migrate, serve string) {
 		}
 		_ = admin.Close()
 	})
-	client, err := exec.LookPath("mariadb")
-	if err != nil {
-		dbtest.Unreachable(t, "the mariadb client", err)
-	}
-	pass, _ := u.User.Password()
-	cmd := exec.Command(client, "--protocol=tcp", "-h", u.Hostname(), "-P", u.Port(), "-u", u.User.Username(), "--password="+pass)
+	cmd := mariadbClient(t, "mariadb", root)
 	cmd.Stdin = strings.NewReader(sql)
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("mariadb < grants.sql: %v\n%s", err, out)
@@ -73,6 +68,23 @@ func grantsUsers(t *testing.T, root string) (migrate, serve string) {
 		return v.String()
 	}
 	return as(name+"_m", users[0][2]), as(name+"_s", users[1][2])
+}
+
+// mariadbClient returns the command of program, a client of MariaDB's (mariadb, mariadb-dump),
+// connecting to the server of dsn, a mysql:// PETSTORE_DB, as its user; args follow. It skips
+// t, or fails it where services are required, when program is missing.
+func mariadbClient(t *testing.T, program, dsn string, args ...string) *exec.Cmd {
+	t.Helper()
+	path, err := exec.LookPath(program)
+	if err != nil {
+		dbtest.Unreachable(t, program, err)
+	}
+	u, err := url.Parse(dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pass, _ := u.User.Password()
+	return exec.Command(path, append([]string{"--protocol=tcp", "-h", u.Hostname(), "-P", u.Port(), "-u", u.User.Username(), "--password=" + pass}, args...)...)
 }
 
 // runAs runs the petstore command line with env and returns its stdout and error.
