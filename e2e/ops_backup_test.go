@@ -9,7 +9,6 @@ import (
 	"net/url"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -122,39 +121,19 @@ func TestBackupRestore(t *testing.T) {
 // idempotentLoad starts workers that POST pets named idem-KEY with Idempotency-Key KEY to base
 // until stop is called, which returns the keys acknowledged with 201; acked counts them so far.
 func idempotentLoad(base, key string, workers int) (acked func() int, stop func() []string) {
-	ctx, cancel := context.WithCancel(context.Background())
-	var mu sync.Mutex
-	var keys []string
-	var wg sync.WaitGroup
-	for w := range workers {
-		wg.Go(func() {
-			for i := 0; ctx.Err() == nil; i++ {
-				idem := fmt.Sprintf("load-%d-%d", w, i)
-				req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"idem-`+idem+`","categoryId":1}`))
-				req.Header.Set("Authorization", "Bearer "+key)
-				req.Header.Set("Content-Type", "application/json")
-				req.Header.Set("Idempotency-Key", idem)
-				if resp, err := http.DefaultClient.Do(req); err == nil {
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusCreated {
-						mu.Lock()
-						keys = append(keys, idem)
-						mu.Unlock()
-					}
-				}
-			}
-		})
-	}
-	acked = func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(keys)
-	}
-	return acked, func() []string {
-		cancel()
-		wg.Wait()
-		return keys
-	}
+	return loadUntil(workers, func(w, i int) (string, bool) {
+		idem := fmt.Sprintf("load-%d-%d", w, i)
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/pets", strings.NewReader(`{"name":"idem-`+idem+`","categoryId":1}`))
+		req.Header.Set("Authorization", "Bearer "+key)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", idem)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return idem, false
+		}
+		resp.Body.Close()
+		return idem, resp.StatusCode == http.StatusCreated
+	})
 }
 
 // checkOneMoment checks that the restored database dst holds one moment of the database
