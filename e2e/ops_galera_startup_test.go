@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -77,7 +78,13 @@ func TestGaleraStartTogether(t *testing.T) {
 	if err != nil {
 		t.Errorf("an instance on a migrated database with a migration lease left behind: %v", err)
 	}
-	_ = cmd.Process.Kill()
+	// Stopped, not killed: its purger, which ran at start, releases the purge lease.
+	_ = cmd.Process.Signal(syscall.SIGTERM)
+	_ = cmd.Wait()
+	var purgeLeases int64
+	if err := dbs[0].Raw("SELECT COUNT(*) FROM petstore_locks WHERE name = 'petstore-purge'").Scan(&purgeLeases).Error; err != nil || purgeLeases != 0 {
+		t.Fatalf("purge leases after the instance stopped: %d, %v; want none", purgeLeases, err)
+	}
 
 	// Expired idempotency records, purged by two nodes' instances.
 	const records = 3000
