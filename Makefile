@@ -92,9 +92,9 @@ outage-test:
 # A real 3-node MariaDB Galera cluster (testkit/dbtest.StartGalera: its own datadirs and free
 # ports, galera-4 and rsync from Debian; a cluster per test, about 10 minutes in all): one
 # instance per node; read-your-writes across instances with and without causal reads, paging
-# while two nodes take writes, instances starting at once, a node killed under load and
-# rejoining, POSTs a second, cached pages never stale (e2e/paging_galera_test.go,
-# e2e/ops_galera_*_test.go).
+# while two nodes take writes, instances starting at once (PETSTORE_TEST_GALERA_ROUNDS rounds,
+# 20 by default), a node killed under load and rejoining, POSTs a second, cached pages never
+# stale (e2e/paging_galera_test.go, e2e/ops_galera_*_test.go).
 galera-test:
 	$(GO) vet -tags galera ./e2e/
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/

@@ -15,6 +15,7 @@ import (
 
 	"petstore/config"
 	"petstore/internal/version"
+	"petstore/migrations"
 	"petstore/observe"
 	"petstore/store"
 )
@@ -62,13 +63,7 @@ func Run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 			return Serve(ctx, cfg, stdout)
 		})
 	case "migrate":
-		return r.withConfig(ctx, migrateCmd, args[1:], nil, func(cfg config.Config, _ *flag.FlagSet) error {
-			db, err := OpenDB(ctx, cfg)
-			if err == nil {
-				_ = db.Close()
-			}
-			return err
-		})
+		return r.migrate(ctx, args[1:])
 	case "keys":
 		return r.keys(ctx, args[1:])
 	case "--version", "-version", "version":
@@ -133,13 +128,23 @@ func (r runner) withConfig(ctx context.Context, c command, args []string, extra 
 	return fn(cfg, fs)
 }
 
-// OpenDB opens the configured database and applies pending migrations.
+// OpenDB opens the configured database and applies pending migrations, or with
+// PETSTORE_MIGRATE=off checks that none is pending. A database that still lacks one is an
+// error that says to run petstore migrate up.
 func OpenDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*store.DB, error) {
 	db, err := store.Open(ctx, cfg.DB, cfg.Pool, append(opts, store.WithTimeout(cfg.DBTimeout))...)
 	if err != nil {
 		return nil, err
 	}
-	if _, err := db.Migrate(ctx); err != nil {
+	if cfg.Migrate == config.MigrateOff {
+		err = migrations.Check(ctx, db.SQL(), db.Dialect)
+	} else {
+		_, err = db.Migrate(ctx)
+	}
+	if errors.Is(err, migrations.ErrBehind) {
+		err = fmt.Errorf("%w; run petstore migrate up first, as a database user that may change the schema (deploy/mysql/grants.sql)", err)
+	}
+	if err != nil {
 		_ = db.Close()
 		return nil, err
 	}

@@ -18,19 +18,22 @@ type command struct {
 
 // The commands that read settings.
 var (
-	serveCmd   = command{"serve", "serve [flags]", "applies pending migrations, serves the API until SIGINT or SIGTERM, then drains", config.All}
-	migrateCmd = command{"migrate", "migrate [flags]", "applies pending migrations and exits", config.Logs | config.Database}
-	createCmd  = command{"keys create", "keys create --plan PLAN [--per-minute N --per-day N] [--name TEXT] [flags]",
-		"creates an API key and prints it once (PLAN: free, pro, business, or enterprise with its limits)", config.Logs | config.Database | config.Env}
-	listCmd   = command{"keys list", "keys list [flags]", "lists the API keys: hint, name, plan, limits, dates; never the secret", config.Logs | config.Database}
-	revokeCmd = command{"keys revoke", "keys revoke [flags] ID", "revokes an API key", config.Logs | config.Database | config.KeyCache}
+	serveCmd       = command{"serve", "serve [flags]", "applies pending migrations (unless PETSTORE_MIGRATE=off), serves the API until SIGINT or SIGTERM, then drains", config.All}
+	migrateUpCmd   = command{"migrate up", "migrate up [flags]", "applies pending migrations and exits (migrate alone does the same)", config.Logs | config.Database}
+	migrateDownCmd = command{"migrate down", "migrate down [--drop-data] [flags]",
+		"rolls back the last migration applied; one that drops data only with --drop-data", config.Logs | config.Database}
+	migrateStatusCmd = command{"migrate status", "migrate status [flags]", "lists the migrations, each applied or pending; changes nothing", config.Logs | config.Database}
+	createCmd        = command{"keys create", "keys create --plan PLAN [--per-minute N --per-day N] [--name TEXT] [flags]",
+		"creates an API key and prints it once (PLAN: free, pro, business, or enterprise with its limits)", config.Logs | config.Database | config.Env | config.Migrate}
+	listCmd   = command{"keys list", "keys list [flags]", "lists the API keys: hint, name, plan, limits, dates; never the secret", config.Logs | config.Database | config.Migrate}
+	revokeCmd = command{"keys revoke", "keys revoke [flags] ID", "revokes an API key", config.Logs | config.Database | config.KeyCache | config.Migrate}
 )
 
 // printCommands prints every command, one a line.
 func printCommands(w io.Writer) {
 	fmt.Fprint(w, "usage: petstore COMMAND [flags]\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range []command{serveCmd, migrateCmd, createCmd, listCmd, revokeCmd} {
+	for _, c := range []command{serveCmd, migrateUpCmd, migrateDownCmd, migrateStatusCmd, createCmd, listCmd, revokeCmd} {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.what)
 	}
 	fmt.Fprintf(tw, "  version\tprints the version, commit and Go version of the build (also --version)\n")

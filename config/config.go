@@ -31,6 +31,7 @@ type Config struct {
 	DebugAddr          string        // listen address of the profiling endpoints (/debug/pprof/); empty: none
 	MetricsAddr        string        // listen address of GET /metrics, then off the API's listener; empty: on the API's listener
 	DB                 string        // sqlite:PATH or mysql://USER:PASS@HOST:PORT/DBNAME[?PARAMS]
+	Migrate            string        // MigrateAuto or MigrateOff: whether serve and keys apply pending migrations
 	Replicas           []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
 	RedisURL           string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
 	Env                string        // development, staging or production
@@ -61,6 +62,12 @@ type Config struct {
 	Tracing            bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
 
+// The values of PETSTORE_MIGRATE.
+const (
+	MigrateAuto = "auto" // serve and keys apply pending migrations first
+	MigrateOff  = "off"  // they change no schema, and stop when a migration is pending
+)
+
 // DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
 // every second or two has marked the instance down well within it. Development has none, so
 // that Ctrl-C stops `make run` at once.
@@ -75,6 +82,7 @@ func Default() Config {
 	return Config{
 		Addr:             ":8080",
 		DB:               "sqlite:petstore.db",
+		Migrate:          MigrateAuto,
 		Env:              "development",
 		PublicURL:        "https://api.petstore.example/v1",
 		StagingURL:       "https://staging.api.petstore.example/v1",
@@ -113,6 +121,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.validateContact(); err != nil {
 		return err
+	}
+	if c.Migrate != MigrateAuto && c.Migrate != MigrateOff {
+		return fmt.Errorf("PETSTORE_MIGRATE must be auto or off; got %q", c.Migrate)
 	}
 	if c.Pool.MaxOpen < 1 || c.Pool.MaxIdle < 0 {
 		return errors.New("PETSTORE_DB_MAX_OPEN must be at least 1 and PETSTORE_DB_MAX_IDLE at least 0")
@@ -228,7 +239,7 @@ func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
 func (c Config) LogValue() slog.Value {
 	return slog.GroupValue(
 		slog.String("addr", c.Addr), slog.String("db", secret.Mask(c.DB)), slog.Any("db_replicas", maskAll(c.Replicas)), slog.String("redis", secret.Mask(c.RedisURL)),
-		slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
+		slog.String("migrate", c.Migrate), slog.String("env", c.Env), slog.String("public_url", c.PublicURL), slog.String("staging_url", c.StagingURL),
 		slog.Int("db_max_open", c.Pool.MaxOpen), slog.String("db_timeout", c.DBTimeout.String()),
 		slog.String("key_cache_ttl", c.KeyCacheTTL.String()), slog.String("drain_delay", c.DrainDelay.String()),
 		slog.String("shutdown_timeout", c.ShutdownTimeout.String()), slog.Bool("tracing", c.Tracing),

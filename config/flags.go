@@ -18,8 +18,9 @@ const (
 	Env                        // PETSTORE_ENV, which picks the key prefix: serve, keys create
 	KeyCache                   // PETSTORE_KEY_CACHE_TTL, the bound on revocation: serve, keys revoke
 	Server                     // the rest, which serve alone reads
+	Migrate                    // PETSTORE_MIGRATE, whether to apply pending migrations first: serve, keys
 
-	All = Logs | Database | Env | KeyCache | Server
+	All = Logs | Database | Env | KeyCache | Server | Migrate
 )
 
 // registrars define the flags of each group.
@@ -36,6 +37,9 @@ var registrars = []struct {
 	}},
 	{KeyCache, func(c *Config, fs *flag.FlagSet) {
 		fs.DurationVar(&c.KeyCacheTTL, "key-cache-ttl", c.KeyCacheTTL, "how long a key lookup is cached: a revoked key stops working within this time")
+	}},
+	{Migrate, func(c *Config, fs *flag.FlagSet) {
+		fs.StringVar(&c.Migrate, "migrate", c.Migrate, "auto: apply pending migrations first; off: change no schema, and stop when a migration is pending (run petstore migrate up first)")
 	}},
 	{Server, (*Config).serverFlags},
 	{Server, (*Config).limitFlags},

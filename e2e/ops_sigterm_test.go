@@ -109,25 +109,39 @@ func checkDraining(t *testing.T, base, key string) int64 {
 // startLoad starts workers that POST pets to base until the returned function is called; it
 // returns the ids of the pets acknowledged with 201.
 func startLoad(base, key string, workers int) (stop func() []int64) {
+	_, stop = loadUntil(workers, func(w, i int) (int64, bool) {
+		return postPet(base, key, fmt.Sprintf("w%d-%d", w, i))
+	})
+	return stop
+}
+
+// loadUntil starts workers, each calling post(w, i) for i = 0, 1, ... until stop is called,
+// which returns the values of the calls that reported ok; acked counts them so far.
+func loadUntil[T any](workers int, post func(w, i int) (T, bool)) (acked func() int, stop func() []T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var mu sync.Mutex
-	var acked []int64
+	var values []T
 	var wg sync.WaitGroup
 	for w := range workers {
 		wg.Go(func() {
 			for i := 0; ctx.Err() == nil; i++ {
-				if id, ok := postPet(base, key, fmt.Sprintf("w%d-%d", w, i)); ok {
+				if v, ok := post(w, i); ok {
 					mu.Lock()
-					acked = append(acked, id)
+					values = append(values, v)
 					mu.Unlock()
 				}
 			}
 		})
 	}
-	return func() []int64 {
+	acked = func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(values)
+	}
+	return acked, func() []T {
 		cancel()
 		wg.Wait()
-		return acked
+		return values
 	}
 }
 

@@ -1,12 +1,16 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/migrations"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -72,5 +76,31 @@ func TestMigrateOnOneConnection(t *testing.T) {
 	}
 	if got := db.SQL().Stats().MaxOpenConnections; got != 1 {
 		t.Errorf("MaxOpenConnections after Migrate: got %d; want 1 again", got)
+	}
+}
+
+// TestMigrationLockLeftBehind: a session that holds the migration lock (an instance stuck
+// after migrating) holds no command back once the migrations are applied: keys create, which
+// applies pending migrations first, makes its key at once instead of waiting for the lock.
+func TestMigrationLockLeftBehind(t *testing.T) {
+	dsn := dbtest.DSN(t, migrations.MySQL)
+	if _, err := runCmd(t, dsn, "migrate"); err != nil {
+		t.Fatal(err)
+	}
+	db, err := store.Open(context.Background(), dsn, store.Pool{MaxOpen: 1, MaxIdle: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var got int
+	if err := db.Raw("SELECT GET_LOCK(CONCAT('petstore-migrate:', DATABASE()), 0)").Scan(&got).Error; err != nil || got != 1 {
+		t.Fatalf("GET_LOCK: %d, %v", got, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var stdout bytes.Buffer
+	err = app.Run(ctx, []string{"keys", "create", "--plan", "free"}, []string{"PETSTORE_DB=" + dsn}, &stdout, io.Discard)
+	if err != nil || !strings.HasPrefix(lastLine(stdout.String()), "petstore_test_") {
+		t.Errorf("keys create while another session holds the migration lock: %v, %q; want a key", err, stdout.String())
 	}
 }

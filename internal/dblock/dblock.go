@@ -52,8 +52,9 @@ func NodeLocal(ctx context.Context, db *sql.DB) (bool, error) {
 type Lock struct {
 	conn    *sql.Conn
 	purpose string
-	lease   *sql.DB // on Galera: the database of the lease row
-	holder  string
+	lease   *sql.DB   // on Galera: the database of the lease row
+	holder  string    // on Galera: the lease row's holder
+	expires time.Time // on Galera: when the lease runs out, by this machine's clock
 }
 
 // Acquire takes the lock of purpose in the current database, waiting at most wait for it (0:
@@ -89,13 +90,10 @@ func Acquire(ctx context.Context, db *sql.DB, purpose string, wait time.Duration
 
 // Release releases l and gives its connection back to the pool; when the release fails, the
 // connection is closed instead, which frees the lock, so that no pooled connection holds it.
+// A lease is deleted, again and again until the delete takes effect (releaseLease).
 func (l *Lock) Release(ctx context.Context) error {
 	if l.lease != nil {
-		_, err := l.lease.ExecContext(ctx, "DELETE FROM petstore_locks WHERE name = ? AND holder = ?", l.purpose, l.holder)
-		if err != nil {
-			return fmt.Errorf("dblock: release the lease %s: %w", l.purpose, err)
-		}
-		return nil
+		return l.releaseLease(ctx)
 	}
 	_, err := l.conn.ExecContext(ctx, "DO RELEASE_LOCK("+nameSQL+")", l.purpose)
 	if err != nil {
@@ -113,27 +111,34 @@ const pollEvery = 100 * time.Millisecond
 
 // acquireLease takes the lease of purpose, waiting at most wait for it: an expired lease is
 // deleted and taken over. Two nodes inserting the lease at once cannot both succeed: the row's
-// primary key makes the second a duplicate (1062) or a certification failure (1213).
+// primary key makes the second a duplicate (1062) or a certification failure (1213). The table
+// is made by the first lease of the database, which is the migrations' (a user that may not
+// create tables finds it there).
 func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Duration) (*Lock, error) {
-	if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS petstore_locks ("+
-		"name VARCHAR(64) NOT NULL PRIMARY KEY, holder CHAR(32) CHARACTER SET ascii NOT NULL, "+
-		"expires DATETIME(6) NOT NULL) ENGINE = InnoDB"); err != nil {
-		return nil, fmt.Errorf("dblock: the lease table: %w", err)
-	}
 	var token [16]byte
 	_, _ = rand.Read(token[:])
 	holder := hex.EncodeToString(token[:])
 	deadline := time.Now().Add(wait)
-	for {
+	for created := false; ; {
+		taken := time.Now()
 		_, err := db.ExecContext(ctx, "DELETE FROM petstore_locks WHERE name = ? AND expires < NOW(6)", purpose)
 		if err == nil {
 			_, err = db.ExecContext(ctx, "INSERT INTO petstore_locks (name, holder, expires) VALUES (?, ?, NOW(6) + INTERVAL ? SECOND)",
 				purpose, holder, int64(LeaseFor.Seconds()))
 			if err == nil {
-				return &Lock{purpose: purpose, lease: db, holder: holder}, nil
+				return &Lock{purpose: purpose, lease: db, holder: holder, expires: taken.Add(LeaseFor)}, nil
 			}
 		}
 		var myErr *mysql.MySQLError
+		if errors.As(err, &myErr) && myErr.Number == 1146 && !created { // no such table
+			if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS petstore_locks ("+
+				"name VARCHAR(64) NOT NULL PRIMARY KEY, holder CHAR(32) CHARACTER SET ascii NOT NULL, "+
+				"expires DATETIME(6) NOT NULL) ENGINE = InnoDB"); err != nil {
+				return nil, fmt.Errorf("dblock: the lease table: %w", err)
+			}
+			created = true
+			continue
+		}
 		if !errors.As(err, &myErr) || (myErr.Number != 1062 && myErr.Number != 1213) {
 			return nil, fmt.Errorf("dblock: lease %s: %w", purpose, err)
 		}
@@ -143,6 +148,27 @@ func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Dur
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
+		case <-time.After(pollEvery):
+		}
+	}
+}
+
+// releaseLease deletes l's lease row, trying again every pollEvery until the delete takes
+// effect or the lease has run out anyway: on Galera the delete can fail certification against
+// the inserts of instances waiting on other nodes (1213), and a lease left behind would hold
+// every one of them for the rest of LeaseFor.
+func (l *Lock) releaseLease(ctx context.Context) error {
+	for {
+		_, err := l.lease.ExecContext(ctx, "DELETE FROM petstore_locks WHERE name = ? AND holder = ?", l.purpose, l.holder)
+		if err == nil {
+			return nil
+		}
+		if !time.Now().Before(l.expires) {
+			return fmt.Errorf("dblock: release the lease %s: %w", l.purpose, err)
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("dblock: release the lease %s: %w", l.purpose, errors.Join(err, ctx.Err()))
 		case <-time.After(pollEvery):
 		}
 	}

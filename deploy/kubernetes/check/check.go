@@ -16,6 +16,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -42,6 +43,7 @@ var types = map[metav1.TypeMeta]func() any{
 	{APIVersion: "autoscaling/v2", Kind: "HorizontalPodAutoscaler"}:        func() any { return new(autoscalingv2.HorizontalPodAutoscaler) },
 	{APIVersion: "networking.k8s.io/v1", Kind: "NetworkPolicy"}:            func() any { return new(networkingv1.NetworkPolicy) },
 	{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"}:                  func() any { return new(networkingv1.Ingress) },
+	{APIVersion: "batch/v1", Kind: "Job"}:                                  func() any { return new(batchv1.Job) },
 	{APIVersion: "kustomize.config.k8s.io/v1beta1", Kind: "Kustomization"}: func() any { return new(Kustomization) },
 }
 

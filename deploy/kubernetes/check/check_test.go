@@ -8,6 +8,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -16,11 +17,14 @@ import (
 // dir is deploy/kubernetes, the folder above this module.
 const dir = ".."
 
-// manifests holds the decoded objects of dir: exactly one of each kind that the checks compare.
+// manifests holds the decoded objects of dir: exactly one of each kind that the checks compare,
+// but the two Secrets of one file.
 type manifests struct {
 	deployment    *appsv1.Deployment
 	service       *corev1.Service
-	secret        *corev1.Secret
+	secret        *corev1.Secret // petstore: the serving user's database address, and Redis's
+	migrateSecret *corev1.Secret // petstore-migrate: the migrating user's database address
+	job           *batchv1.Job   // the rollback of a migration, created by hand
 	pdb           *policyv1.PodDisruptionBudget
 	hpa           *autoscalingv2.HorizontalPodAutoscaler
 	netpol        *networkingv1.NetworkPolicy
@@ -30,7 +34,7 @@ type manifests struct {
 }
 
 // load decodes every manifest of dir strictly (a failure here is a typo or an unknown kind) and
-// requires one of each kind.
+// requires one of each kind, and the Secrets petstore and petstore-migrate in one file.
 func load(t *testing.T) manifests {
 	t.Helper()
 	objs, err := ReadDir(dir)
@@ -38,6 +42,7 @@ func load(t *testing.T) manifests {
 		t.Fatal(err)
 	}
 	m := manifests{files: map[string]string{}}
+	secrets := map[string]**corev1.Secret{"petstore": &m.secret, "petstore-migrate": &m.migrateSecret}
 	for _, o := range objs {
 		var kind string
 		switch v := o.Obj.(type) {
@@ -46,7 +51,17 @@ func load(t *testing.T) manifests {
 		case *corev1.Service:
 			kind, m.service = "Service", v
 		case *corev1.Secret:
-			kind, m.secret = "Secret", v
+			p := secrets[v.Name]
+			if p == nil || *p != nil {
+				t.Fatalf("%s: Secret %s: want one petstore and one petstore-migrate", o.File, v.Name)
+			}
+			*p = v
+			if m.files["Secret"] == o.File {
+				continue // the file's second Secret
+			}
+			kind = "Secret"
+		case *batchv1.Job:
+			kind, m.job = "Job", v
 		case *policyv1.PodDisruptionBudget:
 			kind, m.pdb = "PodDisruptionBudget", v
 		case *autoscalingv2.HorizontalPodAutoscaler:
@@ -63,8 +78,8 @@ func load(t *testing.T) manifests {
 		}
 		m.files[kind] = o.File
 	}
-	if len(m.files) != len(types) {
-		t.Fatalf("want one manifest of each of %d kinds; got %v", len(types), m.files)
+	if len(m.files) != len(types) || m.secret == nil || m.migrateSecret == nil {
+		t.Fatalf("want one manifest of each of %d kinds, and two Secrets; got %v", len(types), m.files)
 	}
 	return m
 }
@@ -152,8 +167,8 @@ metadata: {name: petstore}
 	}
 }
 
-// TestKustomization: `kubectl apply -k` applies every manifest but the example Secret, which
-// would overwrite the real one.
+// TestKustomization: `kubectl apply -k` applies every manifest but the example Secrets, which
+// would overwrite the real ones, and the rollback Job, which is created by hand.
 func TestKustomization(t *testing.T) {
 	m := load(t)
 	files, err := filepath.Glob(filepath.Join(dir, "*.yaml"))
@@ -162,13 +177,13 @@ func TestKustomization(t *testing.T) {
 	}
 	var want []string
 	for _, f := range files {
-		if b := filepath.Base(f); b != m.files["Kustomization"] && b != m.files["Secret"] {
+		if b := filepath.Base(f); b != m.files["Kustomization"] && b != m.files["Secret"] && b != m.files["Job"] {
 			want = append(want, b)
 		}
 	}
 	got := slices.Sorted(slices.Values(m.kustomization.Resources))
 	if !slices.Equal(got, want) {
-		t.Errorf("kustomization.yaml resources: got %v, want %v (every manifest but the example Secret)", got, want)
+		t.Errorf("kustomization.yaml resources: got %v, want %v (every manifest but the example Secrets and the Job)", got, want)
 	}
 }
 
