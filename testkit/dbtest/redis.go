@@ -14,15 +14,21 @@ import (
 // DefaultRedis is the server tests use when PETSTORE_TEST_REDIS is unset.
 const DefaultRedis = "redis://127.0.0.1:6379/0"
 
+// RedisURL returns the PETSTORE_REDIS_URL of the test Redis server: PETSTORE_TEST_REDIS, else
+// DefaultRedis.
+func RedisURL() string {
+	if url := os.Getenv("PETSTORE_TEST_REDIS"); url != "" {
+		return url
+	}
+	return DefaultRedis
+}
+
 // Redis returns a client of the test Redis server (PETSTORE_TEST_REDIS), closed when tb ends,
 // and a key prefix of tb's own, so that tests sharing the server never meet. It skips tb, or
 // fails it where services are required, when the server is unreachable.
 func Redis(tb testing.TB) (*redis.Client, string) {
 	tb.Helper()
-	url := os.Getenv("PETSTORE_TEST_REDIS")
-	if url == "" {
-		url = DefaultRedis
-	}
+	url := RedisURL()
 	opts, err := redis.ParseURL(url)
 	if err != nil {
 		tb.Fatalf("PETSTORE_TEST_REDIS: %v", err)
