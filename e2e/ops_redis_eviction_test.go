@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -109,11 +110,63 @@ func TestRedisEviction(t *testing.T) {
 	}
 }
 
-// anonymousGet returns the status of GET /v1/pets without a key from the client address addr
-// (X-Forwarded-For, believed from the loopback proxy), 0 when it got no answer.
+// TestRedisKeys: every key an instance writes in Redis is one of those that docs/operations.md
+// lists, all under the key prefix (rl: by default): a key's and an address's counts, a key's
+// leases, a persisted query.
+func TestRedisKeys(t *testing.T) {
+	t.Parallel()
+	r := dbtest.NewRedisServer(t)
+	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
+	defer admin.Close()
+	cfg := config.Default()
+	cfg.RedisURL = r.URL()
+	s := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 1)[0]
+	w := s.connect(t, s.key)
+	w.subscribe("1", "")
+	s.waitActive(t, 1)
+	if status := persistQuery(s.url, s.key); status != http.StatusOK {
+		t.Fatalf("persisted query: %d", status)
+	}
+	if status := anonymousGet(s.url, ""); status != http.StatusUnauthorized {
+		t.Fatalf("without a key: %d", status)
+	}
+	keys, err := admin.Keys(context.Background(), "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	documented := map[string]*regexp.Regexp{
+		"a key's counts":      regexp.MustCompile(`^\{rl:k:[0-9]+\}$`),
+		"an address's counts": regexp.MustCompile(`^\{rl:a:127\.0\.0\.1\}$`),
+		"a key's leases":      regexp.MustCompile(`^\{rl:live:k:[0-9]+\}:(conns|subs)$`),
+		"a persisted query":   regexp.MustCompile(`^rl:apq:[0-9a-f]{3}$`),
+	}
+	seen := map[string]bool{}
+	for _, k := range keys {
+		kind := ""
+		for what, re := range documented {
+			if re.MatchString(k) {
+				kind = what
+			}
+		}
+		if kind == "" {
+			t.Errorf("Redis key %q is none of those docs/operations.md lists", k)
+		}
+		seen[kind] = true
+	}
+	for what := range documented {
+		if !seen[what] {
+			t.Errorf("no key for %s among %v", what, keys)
+		}
+	}
+}
+
+// anonymousGet returns the status of GET /v1/pets without a key, from the client address addr
+// when it is not "" (X-Forwarded-For, believed from a loopback proxy), 0 when it got no answer.
 func anonymousGet(base, addr string) int {
 	req, _ := http.NewRequest(http.MethodGet, base+"/v1/pets?limit=1", nil)
-	req.Header.Set("X-Forwarded-For", addr)
+	if addr != "" {
+		req.Header.Set("X-Forwarded-For", addr)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return 0
