@@ -99,7 +99,7 @@ func installMariaDB(tb testing.TB) (bin, base string) {
 	tb.Helper()
 	bin, err := mariadbd.Binary()
 	if err != nil {
-		Unreachable(tb, "mariadbd", err)
+		Missing(tb, "mariadbd (apt-get install mariadb-server)", err)
 	}
 	base, err = os.MkdirTemp("", "petstore-mdb-") // short: a socket path holds at most 107 bytes
 	if err != nil {
