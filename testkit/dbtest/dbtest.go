@@ -41,14 +41,22 @@ func Missing(tb testing.TB, program string, err error) {
 }
 
 // skipOrFail fails tb where services are required, saying that need is state; elsewhere it
-// records the skip for testkit/test.sh's summary and skips tb.
+// skips tb as Skip does.
 func skipOrFail(tb testing.TB, need, state string, err error) {
 	tb.Helper()
 	if Required() {
 		tb.Fatalf("%s is required here but %s: %v", need, state, err)
 	}
+	Skip(tb, need+" "+state, err)
+}
+
+// Skip skips tb because of err, for want of need (a server or program, and its state), and
+// records it for testkit/test.sh's summary; for a test that decides by itself whether it may
+// skip.
+func Skip(tb testing.TB, need string, err error) {
+	tb.Helper()
 	recordSkip(need, err)
-	tb.Skipf("%s %s, skipping: %v", need, state, err)
+	tb.Skipf("%s, skipping: %v", need, err)
 }
 
 // mysqlURL returns the test MySQL server: PETSTORE_TEST_MYSQL, else DefaultMySQL.
