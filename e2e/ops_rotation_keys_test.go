@@ -169,25 +169,33 @@ func TestKeyRotation(t *testing.T) {
 	}
 	time.Sleep(time.Second) // the client calls both instances with B for a while
 
-	revoked := time.Now()
-	ends := make(chan string, len(oldWS)+len(oldSSE))
+	// Each of A's subscriptions, on its own goroutine, reports how it ended and when.
+	type end struct {
+		what string
+		at   time.Time
+	}
+	ends := make(chan end, len(oldWS)+len(oldSSE))
 	for i, w := range oldWS {
-		go func() { ends <- fmt.Sprintf("instance %d, WebSocket: %s", i, wsEnd(w)) }()
+		go func() { ends <- end{fmt.Sprintf("instance %d, WebSocket: %s", i, wsEnd(w)), time.Now()} }()
 	}
 	for i, events := range oldSSE {
-		go func() { ends <- fmt.Sprintf("instance %d, stream: %s", i, sseEnd(events)) }()
+		go func() { ends <- end{fmt.Sprintf("instance %d, stream: %s", i, sseEnd(events)), time.Now()} }()
 	}
 	if out := petstoreCmd(t, env, "keys", "revoke", idA); !strings.Contains(out, "within "+auth.DefaultCacheTTL.String()) {
 		t.Errorf("keys revoke printed %q; want the time within which servers refuse the key", out)
 	}
+	revoked := time.Now() // the revocation committed before the command exited
 	for range len(oldWS) + len(oldSSE) {
 		select {
-		case end := <-ends:
+		case e := <-ends:
 			forbidden := fmt.Sprintf("close %d ", live.CloseForbidden)
-			if !strings.Contains(end, "revoked") || !strings.Contains(end, forbidden) && !strings.Contains(end, "UNAUTHORIZED") {
-				t.Errorf("A's subscription, %s; want close %d or an UNAUTHORIZED event, saying revoked", end, live.CloseForbidden)
+			if !strings.Contains(e.what, "revoked") || !strings.Contains(e.what, forbidden) && !strings.Contains(e.what, "UNAUTHORIZED") {
+				t.Errorf("A's subscription, %s; want close %d or an UNAUTHORIZED event, saying revoked", e.what, live.CloseForbidden)
 			}
-			t.Logf("%v after keys revoke began: %s", time.Since(revoked).Round(time.Millisecond), end)
+			if d := e.at.Sub(revoked); d > revokedCutOff+schedulingSlack {
+				t.Errorf("A's subscription, %s, ended %v after the revocation; want within %v", e.what, d, revokedCutOff)
+			}
+			t.Logf("%v after the revocation: %s", e.at.Sub(revoked).Round(time.Millisecond), e.what)
 		case <-time.After(revokedCutOff + schedulingSlack - time.Since(revoked)):
 			t.Fatalf("A's subscriptions still open %v after the revocation", revokedCutOff+schedulingSlack)
 		}
@@ -196,14 +204,14 @@ func TestKeyRotation(t *testing.T) {
 		within(t, auth.DefaultCacheTTL+schedulingSlack-time.Since(revoked), fmt.Sprintf("instance %d refuses the revoked key", i), func() bool {
 			return getWithKey(u, keyA) == http.StatusUnauthorized
 		})
-		t.Logf("instance %d refuses A %v after keys revoke began", i, time.Since(revoked).Round(time.Millisecond))
+		t.Logf("instance %d refuses A %v after the revocation", i, time.Since(revoked).Round(time.Millisecond))
 	}
 
 	id := insts[1].createPet(t, keyB, "after the rotation", "")
 	if got := newWS.next("1").Pet.ID; got != fmt.Sprint(id) {
 		t.Errorf("B's WebSocket: got pet %s; want %d", got, id)
 	}
-	if e := recvEvent(t, newSSE); !strings.HasPrefix(e, "next ") || !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) {
+	if e := nextPet(t, newSSE); !strings.HasPrefix(e, "next ") || !strings.Contains(e, fmt.Sprintf(`"id":"%d"`, id)) {
 		t.Errorf("B's stream: %q; want the pet %d", e, id)
 	}
 	sent, failures := client.end()
@@ -233,11 +241,11 @@ func wsEnd(w *wsClient) string {
 	}
 }
 
-// sseEnd reads events until one that carries no pet, which it returns ("" when the stream
-// ended first).
+// sseEnd reads events until one that carries no pet and is no ping, which it returns ("" when
+// the stream ended first).
 func sseEnd(events <-chan string) string {
 	for e := range events {
-		if !strings.Contains(e, `"petAdded"`) {
+		if !strings.Contains(e, `"petAdded"`) && e != ": ping" {
 			return e
 		}
 	}
