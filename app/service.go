@@ -136,11 +136,12 @@ func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer
 }
 
 // graphqlOptions returns cfg's GraphQL options with what the wiring adds: persisted queries in
-// rdb when it is not nil, the tracer's extension, and the subscriptions' transports and gate.
+// rdb when it is not nil (under the key prefix of every key the service writes there), the
+// tracer's extension, and the subscriptions' transports and gate.
 func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions) graph.Options {
 	opts := cfg.GraphQL
 	if rdb != nil {
-		opts.APQCache = guard.NewRedisAPQCache(rdb, "apq:", cfg.APQTTL)
+		opts.APQCache = guard.NewRedisAPQCache(rdb, cfg.RateLimit.RedisKeyPrefix+"apq:", cfg.APQTTL)
 	}
 	opts.Tracer = tr.GraphQL()
 	opts.Websocket, opts.SSE, opts.Gate = &subs.ws, true, subs.reg

@@ -49,7 +49,7 @@ func TestReadme(t *testing.T) {
 			if dbtest.Required() || readmeOnline() {
 				t.Fatalf("%s is required to run the README's snippets: %v", tool, err)
 			}
-			t.Skipf("%s missing, skipping the README's snippets: %v", tool, err)
+			dbtest.Skip(t, tool+" missing", err)
 		}
 	}
 	readme := readFences(t, "../README.md")

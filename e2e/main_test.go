@@ -17,20 +17,29 @@
 package e2e
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"testing"
 
 	"petstore/app"
+	"petstore/testkit/dbtest"
 )
 
 // TestMain lets the test binary act as the petstore binary, so that a test can run the real
-// program as a child process and send it real signals.
+// program as a child process and send it real signals; after the tests, it fails the run when
+// they left a database or Redis key behind (dbtest.LeftBehind).
 func TestMain(m *testing.M) {
 	if os.Getenv("PETSTORE_TEST_AS_BINARY") == "1" {
 		os.Exit(app.Main(os.Args[1:], os.Environ(), os.Stdout, os.Stderr))
 	}
 	// Tests and benchmarks log only failures: a line per request would drown their output.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError})))
-	os.Exit(m.Run())
+	code := m.Run()
+	// Each test removes the databases and Redis keys it made; anything left fails the run.
+	if err := dbtest.LeftBehind(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
+	os.Exit(code)
 }

@@ -5,6 +5,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"testing"
+
+	"petstore/testkit/dbtest"
 )
 
 // nodePackages returns node and tools/readme-js/node_modules, the packages of the Node snippets
@@ -21,11 +23,11 @@ func nodePackages(t *testing.T, required bool, installer string) (node, modules 
 		_, err = os.Stat(modules)
 	}
 	if err != nil {
-		msg := "the Node snippets need node and tools/readme-js/node_modules, which " + installer + " installs: " + err.Error()
+		need := "node and tools/readme-js/node_modules (" + installer + " installs them) missing"
 		if required {
-			t.Fatal(msg)
+			t.Fatalf("the Node snippets need %s: %v", need, err)
 		}
-		t.Skip(msg)
+		dbtest.Skip(t, need, err)
 	}
 	return node, modules
 }

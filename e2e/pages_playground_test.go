@@ -34,10 +34,7 @@ const (
 func requireChromium(t *testing.T) {
 	t.Helper()
 	if _, err := os.Stat(chromiumPath); err != nil {
-		if dbtest.Required() {
-			t.Fatalf("Chromium is required here (apt-get install chromium): %v", err)
-		}
-		t.Skipf("no Chromium at %s (apt-get install chromium): %v", chromiumPath, err)
+		dbtest.Missing(t, "Chromium at "+chromiumPath+" (apt-get install chromium)", err)
 	}
 }
 

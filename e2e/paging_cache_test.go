@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"testing"
@@ -20,13 +19,9 @@ import (
 // fresh database of dialect and one Redis, each running its background work, as Serve runs it.
 func cacheInstances(t *testing.T, dialect string) (a, b *liveServer) {
 	t.Helper()
-	dbtest.Redis(t) // skips or fails when unreachable
 	cfg := config.Default()
-	cfg.RedisURL = dbtest.DefaultRedis
-	if u := os.Getenv("PETSTORE_TEST_REDIS"); u != "" {
-		cfg.RedisURL = u
-	}
-	cfg.RateLimit.RedisKeyPrefix = "test:" + strconv.FormatInt(time.Now().UnixNano(), 36) + ":"
+	_, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t) // skips or fails when unreachable; deleted at the end
+	cfg.RedisURL = dbtest.RedisURL()
 	insts := sharedInstances(t, dbtest.New(t, dialect), cfg, 2)
 	for _, inst := range insts {
 		t.Cleanup(inst.svc.Background(context.Background()))

@@ -60,10 +60,7 @@ func TestSubscriptionCapsAcrossInstances(t *testing.T) {
 		dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 			_, prefix := dbtest.Redis(t) // its keys are deleted at the end
 			cfg := config.Default()
-			cfg.RedisURL = os.Getenv("PETSTORE_TEST_REDIS")
-			if cfg.RedisURL == "" {
-				cfg.RedisURL = dbtest.DefaultRedis
-			}
+			cfg.RedisURL = dbtest.RedisURL()
 			cfg.RateLimit.RedisKeyPrefix = prefix
 			insts := sharedInstances(t, db, cfg, 2)
 			capsAcrossTwo(t, insts[0], insts[1], insts[0].newKey(t, "free"))
@@ -165,10 +162,7 @@ func TestSubscriptionCapsShutdown(t *testing.T) {
 	t.Parallel()
 	_, prefix := dbtest.Redis(t)
 	cfg := config.Default()
-	cfg.RedisURL = os.Getenv("PETSTORE_TEST_REDIS")
-	if cfg.RedisURL == "" {
-		cfg.RedisURL = dbtest.DefaultRedis
-	}
+	cfg.RedisURL = dbtest.RedisURL()
 	cfg.RateLimit.RedisKeyPrefix = prefix
 	insts := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 2)
 	a, b := insts[0], insts[1]

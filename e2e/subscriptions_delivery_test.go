@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -106,21 +105,17 @@ func TestPetAddedOverSSE(t *testing.T) {
 // created on instance A reaches a subscriber on instance B at once, not at B's poll.
 func TestPetAddedAcrossInstances(t *testing.T) {
 	t.Parallel()
-	cases := map[string]func(t *testing.T) string{
-		"single": func(t *testing.T) string {
-			dbtest.Redis(t) // skips or fails when unreachable
-			if u := os.Getenv("PETSTORE_TEST_REDIS"); u != "" {
-				return u
-			}
-			return dbtest.DefaultRedis
+	cases := map[string]func(t *testing.T) (url, prefix string){
+		"single": func(t *testing.T) (string, string) {
+			_, prefix := dbtest.Redis(t) // skips or fails when unreachable; deleted at the end
+			return dbtest.RedisURL(), prefix
 		},
-		"cluster": func(t *testing.T) string { return dbtest.NewRedisCluster(t).URL() },
+		"cluster": func(t *testing.T) (string, string) { return dbtest.NewRedisCluster(t).URL(), "test:" }, // the test's own
 	}
-	for name, url := range cases {
+	for name, redisOf := range cases {
 		t.Run(name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.RedisURL = url(t)
-			cfg.RateLimit.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
+			cfg.RedisURL, cfg.RateLimit.RedisKeyPrefix = redisOf(t)
 			db := dbtest.New(t, "mysql")
 			var insts []*liveServer
 			for range 2 {

@@ -28,10 +28,12 @@ func APIError(err error) error {
 // that the statement was wrong: too many connections, lock wait timeout, deadlock (on Galera
 // also a certification failure), query interrupted, query execution time exceeded (MySQL's
 // MAX_EXECUTION_TIME, MariaDB's max_statement_time), server shutting down, connection killed,
-// and a Galera node that is not part of the cluster's primary component (1047: it serves no
-// statement until it rejoins).
+// a Galera node that is not part of the cluster's primary component (1047: it serves no
+// statement until it rejoins), and a login refused (1045: the instance reconnects with a
+// password removed by a rotation, and cannot serve until it runs with the new one; the
+// request was not at fault, and another instance may serve it).
 var mysqlTransient = map[uint16]bool{1040: true, 1205: true, 1213: true, 1317: true, 3024: true, 1969: true,
-	1053: true, 1927: true, 1047: true}
+	1053: true, 1927: true, 1047: true, 1045: true}
 
 // SQLite result codes that say the database is busy: SQLITE_BUSY and SQLITE_LOCKED.
 const (

@@ -95,10 +95,11 @@ func TestTransactRunsAgainAfterDeadlock(t *testing.T) {
 }
 
 // TestUnavailableServerErrors checks which MySQL server errors are 503 (retry later) and which
-// 500: a Galera node outside the primary component (1047), a server shutting down (1053) or a
-// killed connection (1927) cannot serve for now, whatever the statement.
+// 500: a Galera node outside the primary component (1047), a server shutting down (1053), a
+// killed connection (1927) or a refused login (1045) cannot serve for now, whatever the
+// statement.
 func TestUnavailableServerErrors(t *testing.T) {
-	for number, want := range map[uint16]bool{1040: true, 1047: true, 1053: true, 1205: true, 1213: true, 1927: true, 1969: true,
+	for number, want := range map[uint16]bool{1040: true, 1045: true, 1047: true, 1053: true, 1205: true, 1213: true, 1927: true, 1969: true,
 		1062: false, 1064: false, 1146: false} {
 		if got := store.Unavailable(&mysqldriver.MySQLError{Number: number}); got != want {
 			t.Errorf("Unavailable(MySQL error %d): got %v; want %v", number, got, want)

@@ -30,10 +30,41 @@ func Required() bool {
 // Unreachable skips tb, or fails it where services are required, because server is down.
 func Unreachable(tb testing.TB, server string, err error) {
 	tb.Helper()
+	skipOrFail(tb, server, "unreachable", err)
+}
+
+// Missing skips tb, or fails it where services are required, because program is not
+// installed.
+func Missing(tb testing.TB, program string, err error) {
+	tb.Helper()
+	skipOrFail(tb, program, "missing", err)
+}
+
+// skipOrFail fails tb where services are required, saying that need is state; elsewhere it
+// skips tb as Skip does.
+func skipOrFail(tb testing.TB, need, state string, err error) {
+	tb.Helper()
 	if Required() {
-		tb.Fatalf("%s is required here but unreachable: %v", server, err)
+		tb.Fatalf("%s is required here but %s: %v", need, state, err)
 	}
-	tb.Skipf("%s unreachable, skipping: %v", server, err)
+	Skip(tb, need+" "+state, err)
+}
+
+// Skip skips tb because of err, for want of need (a server or program, and its state), and
+// records it for testkit/test.sh's summary; for a test that decides by itself whether it may
+// skip.
+func Skip(tb testing.TB, need string, err error) {
+	tb.Helper()
+	recordSkip(need, err)
+	tb.Skipf("%s, skipping: %v", need, err)
+}
+
+// mysqlURL returns the test MySQL server: PETSTORE_TEST_MYSQL, else DefaultMySQL.
+func mysqlURL() string {
+	if url := os.Getenv("PETSTORE_TEST_MYSQL"); url != "" {
+		return url
+	}
+	return DefaultMySQL
 }
 
 // ForEach runs fn as a subtest against a fresh database of each dialect.
@@ -59,21 +90,19 @@ func New(tb testing.TB, dialect string) *store.DB {
 }
 
 // DSN returns the PETSTORE_DB value of a fresh, empty database of dialect, dropped when tb
-// ends.
+// ends (a MySQL database is named petstore_t_ and this run's name: see LeftBehind).
 func DSN(tb testing.TB, dialect string) string {
 	tb.Helper()
 	if dialect == migrations.SQLite {
 		return "sqlite:" + filepath.Join(tb.TempDir(), "petstore.db")
 	}
-	server := os.Getenv("PETSTORE_TEST_MYSQL")
-	if server == "" {
-		server = DefaultMySQL
-	}
+	server := mysqlURL()
 	admin, err := store.Open(context.Background(), server, store.Pool{MaxOpen: 1, MaxIdle: 1})
 	if err != nil {
-		Unreachable(tb, "MySQL at "+server, err)
+		Unreachable(tb, described("MySQL", "PETSTORE_TEST_MYSQL", server), err)
 	}
-	name := "petstore_t_" + randomHex(6)
+	usedMySQL.Store(true)
+	name := "petstore_t_" + run + "_" + randomHex(4)
 	if err := admin.Exec("CREATE DATABASE " + name + " CHARACTER SET utf8mb4 COLLATE utf8mb4_bin").Error; err != nil {
 		_ = admin.Close()
 		tb.Fatal(err)

@@ -11,10 +11,11 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// DefaultRedis is the server tests use when PETSTORE_TEST_REDIS is unset.
-const DefaultRedis = "redis://127.0.0.1:6379/0"
+// DefaultRedis is the server tests use when PETSTORE_TEST_REDIS is unset: the local Redis, in
+// its database 15, so that database 0, where a developer's own data lives, is never touched.
+const DefaultRedis = "redis://127.0.0.1:6379/15"
 
-// RedisURL returns the address of the test Redis server: PETSTORE_TEST_REDIS, else
+// RedisURL returns the PETSTORE_REDIS_URL of the test Redis server: PETSTORE_TEST_REDIS, else
 // DefaultRedis.
 func RedisURL() string {
 	if url := os.Getenv("PETSTORE_TEST_REDIS"); url != "" {
@@ -24,8 +25,9 @@ func RedisURL() string {
 }
 
 // Redis returns a client of the test Redis server (PETSTORE_TEST_REDIS), closed when tb ends,
-// and a key prefix of tb's own, so that tests sharing the server never meet. It skips tb, or
-// fails it where services are required, when the server is unreachable.
+// and a key prefix of tb's own (test:, this run's name, and tb's), so that tests sharing the
+// server never meet; every key under the prefix is deleted when tb ends. It skips tb, or fails
+// it where services are required, when the server is unreachable.
 func Redis(tb testing.TB) (*redis.Client, string) {
 	tb.Helper()
 	url := RedisURL()
@@ -38,9 +40,10 @@ func Redis(tb testing.TB) (*redis.Client, string) {
 	defer cancel()
 	if err := c.Ping(ctx).Err(); err != nil {
 		_ = c.Close()
-		Unreachable(tb, "Redis at "+url, err)
+		Unreachable(tb, described("Redis", "PETSTORE_TEST_REDIS", url), err)
 	}
-	prefix := "test:" + randomHex(6) + ":"
+	usedRedis.Store(true)
+	prefix := "test:" + run + ":" + randomHex(4) + ":"
 	tb.Cleanup(func() {
 		ctx := context.Background()
 		// Keys are hash-tagged, so a prefix may sit behind a "{".

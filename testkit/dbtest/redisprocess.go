@@ -31,11 +31,11 @@ type redisProcess struct {
 func redisBinaries(tb testing.TB) string {
 	tb.Helper()
 	if _, err := exec.LookPath("redis-server"); err != nil {
-		Unreachable(tb, "redis-server (apt-get install redis-server)", err)
+		Missing(tb, "redis-server (apt-get install redis-server)", err)
 	}
 	cli, err := exec.LookPath("redis-cli")
 	if err != nil {
-		Unreachable(tb, "redis-cli (apt-get install redis-tools)", err)
+		Missing(tb, "redis-cli (apt-get install redis-tools)", err)
 	}
 	return cli
 }

@@ -84,14 +84,24 @@ func waitReady(tb testing.TB, rs *store.Replicas, n int, settled int64) {
 	}
 }
 
-// StartReplicaPair starts a primary and a replica that replicates from it with GTIDs.
-func StartReplicaPair(tb testing.TB) *ReplicaPair {
+// StartMariaDB starts a lone mariadbd of tb's own (a fresh data directory, a free port, root
+// without a password), stopped when tb ends. Where services are required (CI), a server that
+// cannot start fails tb; elsewhere it skips it.
+func StartMariaDB(tb testing.TB) *Server {
+	tb.Helper()
+	bin, base := installMariaDB(tb)
+	return startServer(tb, mariadbd.Config{Binary: bin, Dir: filepath.Join(base, "p")})
+}
+
+// installMariaDB returns the path of mariadbd and a temporary directory, removed when tb ends,
+// holding a fresh data directory "p".
+func installMariaDB(tb testing.TB) (bin, base string) {
 	tb.Helper()
 	bin, err := mariadbd.Binary()
 	if err != nil {
-		Unreachable(tb, "mariadbd", err)
+		Missing(tb, "mariadbd (apt-get install mariadb-server)", err)
 	}
-	base, err := os.MkdirTemp("", "petstore-mdb-") // short: a socket path holds at most 107 bytes
+	base, err = os.MkdirTemp("", "petstore-mdb-") // short: a socket path holds at most 107 bytes
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -99,6 +109,13 @@ func StartReplicaPair(tb testing.TB) *ReplicaPair {
 	if err := mariadbd.Install(filepath.Join(base, "p")); err != nil {
 		Unreachable(tb, "mariadb-install-db", err)
 	}
+	return bin, base
+}
+
+// StartReplicaPair starts a primary and a replica that replicates from it with GTIDs.
+func StartReplicaPair(tb testing.TB) *ReplicaPair {
+	tb.Helper()
+	bin, base := installMariaDB(tb)
 	if err := os.CopyFS(filepath.Join(base, "r"), os.DirFS(filepath.Join(base, "p"))); err != nil {
 		tb.Fatal(err)
 	}

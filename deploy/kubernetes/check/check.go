@@ -1,6 +1,7 @@
 // Package check reads the Kubernetes manifests of deploy/kubernetes offline, with no cluster:
-// each document is decoded strictly into its k8s.io/api type, chosen by apiVersion and kind, so
-// that an unknown kind, a mistyped or misplaced field and a field given twice all fail. Its
+// each document is decoded strictly into its k8s.io/api type (the Prometheus Operator's for the
+// prometheus-operator component), chosen by apiVersion and kind, so that an unknown kind, a
+// mistyped or misplaced field and a field given twice all fail. Its
 // tests run the decoder on every file and check that the manifests agree with each other and
 // with the service's shutdown. It is a module of its own so that the service's module gains no
 // dependency: `make ops-check` runs it.
@@ -20,6 +21,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	policyv1 "k8s.io/api/policy/v1"
+
+	monitoringv1 "github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/json"
 	"sigs.k8s.io/yaml"
@@ -31,6 +34,15 @@ type Kustomization struct {
 	APIVersion string   `json:"apiVersion"`
 	Kind       string   `json:"kind"`
 	Namespace  string   `json:"namespace,omitempty"`
+	Resources  []string `json:"resources"`
+	Components []string `json:"components,omitempty"`
+}
+
+// Component is the part of kustomize's Component (an optional part that a Kustomization's
+// components list takes in) that the folders of components use, decoded strictly likewise.
+type Component struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
 	Resources  []string `json:"resources"`
 }
 
@@ -45,6 +57,9 @@ var types = map[metav1.TypeMeta]func() any{
 	{APIVersion: "networking.k8s.io/v1", Kind: "Ingress"}:                  func() any { return new(networkingv1.Ingress) },
 	{APIVersion: "batch/v1", Kind: "Job"}:                                  func() any { return new(batchv1.Job) },
 	{APIVersion: "kustomize.config.k8s.io/v1beta1", Kind: "Kustomization"}: func() any { return new(Kustomization) },
+	{APIVersion: "kustomize.config.k8s.io/v1alpha1", Kind: "Component"}:    func() any { return new(Component) },
+	{APIVersion: "monitoring.coreos.com/v1", Kind: "PodMonitor"}:           func() any { return new(monitoringv1.PodMonitor) },
+	{APIVersion: "monitoring.coreos.com/v1", Kind: "PrometheusRule"}:       func() any { return new(monitoringv1.PrometheusRule) },
 }
 
 // Object is one decoded document: File is the file's name, Obj a pointer to its type.

@@ -78,8 +78,8 @@ func load(t *testing.T) manifests {
 		}
 		m.files[kind] = o.File
 	}
-	if len(m.files) != len(types) || m.secret == nil || m.migrateSecret == nil {
-		t.Fatalf("want one manifest of each of %d kinds, and two Secrets; got %v", len(types), m.files)
+	if len(m.files) != len(types)-len(componentKinds) || m.secret == nil || m.migrateSecret == nil {
+		t.Fatalf("want one manifest of each of %d kinds, and two Secrets; got %v", len(types)-len(componentKinds), m.files)
 	}
 	return m
 }
@@ -143,6 +143,14 @@ spec:
 apiVersion: kustomize.config.k8s.io/v1beta1
 kind: Kustomization
 resource: [deployment.yaml]
+`,
+		"operator's field": `
+apiVersion: monitoring.coreos.com/v1
+kind: PodMonitor
+metadata: {name: petstore}
+spec:
+  selector: {matchLabels: {app: petstore}}
+  podMetricEndpoints: [{port: metrics}]
 `,
 		"unknown kind": `
 apiVersion: apps/v1
