@@ -76,16 +76,8 @@ func TestRollingRestart(t *testing.T) {
 // clusterEnv returns the settings of an instance on the database dsn and the shared Redis, with
 // the drain delay a deployment behind HAProxy needs.
 func clusterEnv(dsn string) []string {
-	return []string{"PETSTORE_DB=" + dsn, "PETSTORE_REDIS_URL=" + testRedisURL(), "PETSTORE_ENV=staging",
+	return []string{"PETSTORE_DB=" + dsn, "PETSTORE_REDIS_URL=" + dbtest.RedisURL(), "PETSTORE_ENV=staging",
 		"PETSTORE_DRAIN_DELAY=" + clusterDrainDelay.String(), "PETSTORE_LOG_LEVEL=warn", "PETSTORE_TRUSTED_PROXIES=127.0.0.1"}
-}
-
-// testRedisURL returns the Redis server of the tests.
-func testRedisURL() string {
-	if url := os.Getenv("PETSTORE_TEST_REDIS"); url != "" {
-		return url
-	}
-	return dbtest.DefaultRedis
 }
 
 // clusterKey creates an enterprise key with limits the load never reaches in the database dsn

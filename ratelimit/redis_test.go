@@ -9,7 +9,7 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// The Redis tests use the real server at PETSTORE_TEST_REDIS (default redis://127.0.0.1:6379/0)
+// The Redis tests use the real server at PETSTORE_TEST_REDIS (default redis://127.0.0.1:6379/15)
 // through dbtest.Redis: each under its own key prefix, whose keys are deleted afterwards; they
 // never flush. An unreachable server skips them, or fails them where services are required.
 
