@@ -29,6 +29,11 @@ const (
 	stepsTimeout   = 50 * time.Second
 )
 
+// browsers lets one browser run at a time, its browserTimeout counted from its turn: several
+// Chromiums compiling the pages' scripts at once, beside the rest of the suite on two cores,
+// took each past its timeout.
+var browsers = make(chan struct{}, 1)
+
 // requireChromium skips t when Debian's Chromium is missing, or fails it where the services are
 // required (CI).
 func requireChromium(t *testing.T) {
@@ -119,12 +124,15 @@ func failBrowser(t *testing.T, tab context.Context, log *browserLog, base, step 
 	t.Fatalf("%s: %v; the result pane shows %q", step, err, result)
 }
 
-// newBrowser starts headless Chromium with a fresh profile and returns its tab, which lives at
-// most browserTimeout, and the log of what the tab does. When the test fails, a screenshot of
+// newBrowser starts headless Chromium with a fresh profile, once no other test's runs
+// (browsers), and returns its tab, which lives at most browserTimeout, and the log of what the
+// tab does. When the test fails, a screenshot of
 // the tab is written to the test's temporary directory and its path logged.
 func newBrowser(t *testing.T) (context.Context, *browserLog) {
 	t.Helper()
-	profile := t.TempDir() // removed after Chromium has exited: cleanups run last-in first-out
+	browsers <- struct{}{}
+	t.Cleanup(func() { <-browsers }) // last: once Chromium has exited
+	profile := t.TempDir()           // removed after Chromium has exited: cleanups run last-in first-out
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(chromiumPath),
 		chromedp.UserDataDir(profile),
