@@ -27,6 +27,7 @@ import (
 	"petstore/store"
 	"petstore/store/pets"
 	"petstore/tracing"
+	"petstore/webhooks"
 )
 
 // Service is the wired service: its whole HTTP handler and the parts Serve runs beside it.
@@ -42,6 +43,7 @@ type Service struct {
 	rdb     redis.UniversalClient // nil: this instance alone
 	pages   *pets.PageCache       // nil: off
 	name    string                // random: tells this instance's messages on rdb from the others'
+	hooks   *webhooks.Dispatcher
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -50,8 +52,12 @@ func (s *Service) CloseStreams() { s.drain.closeStreams() }
 // New wires the service on db, with its rate limits, persisted queries and subscription leases
 // in rdb when it is not nil (else in process). tr traces requests, GraphQL operations and
 // resolvers; nil installs no tracing. The statements and commands of db and rdb are traced
-// when they were opened and instrumented by tr.
-func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer) (*Service, error) {
+// when they were opened and instrumented by tr. opts are for tests.
+func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer, opts ...Option) (*Service, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	metrics, err := newMetrics(db)
 	if err != nil {
 		return nil, err
@@ -71,6 +77,10 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		return nil, err
 	}
 	petStore := pets.New(db, cfg.DBTimeout, pages)
+	wh, err := newWebhooks(cfg, db, petStore, metrics, o)
+	if err != nil {
+		return nil, err
+	}
 	subs, err := newLive(cfg, db, rdb, petStore, authn, limiter, metrics)
 	if err != nil {
 		return nil, err
@@ -78,7 +88,7 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	resolver := graph.NewResolver(petStore, graph.ResolverOptions{Live: subs.reg, Published: subs.hub.Publish})
 	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs))
 	drain := &drainer{closeStreams: subs.reg.Shutdown}
-	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr})
+	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr, wh.endpoints})
 	if err != nil {
 		return nil, err
 	}
@@ -92,16 +102,18 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		rdb:     rdb,
 		pages:   pages,
 		name:    instance,
+		hooks:   wh.dispatcher,
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
-// returns is called: it removes expired Idempotency-Key records, and hears of the late pets
-// of other instances (listenLate).
+// returns is called: it removes expired Idempotency-Key records, delivers webhooks, and hears
+// of the late pets of other instances (listenLate).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
+	done.Go(func() { s.hooks.Run(ctx) })
 	if s.pages != nil && s.rdb != nil {
 		done.Go(func() { listenLate(ctx, s.cfg, s.rdb, s.name, s.pages) })
 	}
@@ -160,6 +172,7 @@ type parts struct {
 	subs     subscriptions
 	drain    *drainer
 	tr       *tracing.Tracer
+	hooks    *webhooks.Endpoints
 }
 
 // newDeps returns what the router serves: p, the documents and pages, the client address of
@@ -202,5 +215,6 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Stream:     p.subs.reg.Stream(p.gql),
 		Streams:    live.IsStream,
 		Immutable:  cfg.PageCacheBytes != 0,
+		Webhooks:   p.hooks,
 	}, nil
 }
