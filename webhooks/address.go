@@ -115,10 +115,10 @@ func (a Addresses) lookup(ctx context.Context, host string) ([]netip.Addr, error
 	return ips, err
 }
 
-// DialContext dials addr (host:port) for a delivery: it resolves the host itself, and dials
-// each allowed address in turn, each checked once more by the dialer's Control hook just
-// before the connection is opened, so that a name that resolves to a public address at
-// registration and to a private one at delivery (DNS rebinding) is refused, never dialed.
+// DialContext dials addr (host:port) for a delivery: it resolves the host itself and dials
+// each of its addresses in turn, each checked by the dialer's Control hook just before the
+// socket connects, so that a name that resolved to a public address at registration and
+// resolves to a private one at delivery (DNS rebinding) is refused, never connected to.
 func (a Addresses) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
@@ -129,11 +129,7 @@ func (a Addresses) DialContext(ctx context.Context, network, addr string) (net.C
 		return nil, err
 	}
 	d := net.Dialer{Timeout: 10 * time.Second, Control: a.control}
-	err = errRefused
 	for _, ip := range ips {
-		if !a.allowed(ip) {
-			continue
-		}
 		var c net.Conn
 		if c, err = d.DialContext(ctx, network, net.JoinHostPort(ip.String(), port)); err == nil {
 			return c, nil
