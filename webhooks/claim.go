@@ -86,7 +86,7 @@ type job struct {
 
 // lease is how long a claimed delivery stays with its instance: past it, any instance may
 // send it again.
-func (d *Dispatcher) lease() time.Duration { return 2*d.opts.Timeout + 30*time.Second }
+func (d *Dispatcher) lease() time.Duration { return 2*d.opts.Timeout + d.opts.DBTimeout }
 
 // claim claims up to n due deliveries, moving their next attempt past the lease, and returns
 // them with their endpoints' urls and secrets and their pets.
