@@ -22,7 +22,7 @@ import (
 
 // newHookAPI is newTestAPIConfig with the service's background work running (the webhook
 // dispatcher among it) until the test ends, and opts passed to app.New.
-func newHookAPI(t *testing.T, db *store.DB, cfg config.Config, opts ...app.Option) *testAPI {
+func newHookAPI(t testing.TB, db *store.DB, cfg config.Config, opts ...app.Option) *testAPI {
 	t.Helper()
 	svc, err := app.New(cfg, db, nil, nil, opts...)
 	if err != nil {

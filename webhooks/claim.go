@@ -18,12 +18,14 @@ const (
 )
 
 // fanOut takes up to fanOutBatch rows of the outbox, queues one delivery of each to every
-// enabled endpoint subscribed to pet.created and registered by the time the pet was, and
-// deletes the rows, in one transaction. It returns how many rows it took.
-func (d *Dispatcher) fanOut(ctx context.Context) (int, error) {
+// enabled endpoint subscribed to pet.created and registered by the time the pet was, claimed
+// by this instance, and deletes the rows, in one transaction. It returns the deliveries to
+// send and how many rows it took.
+func (d *Dispatcher) fanOut(ctx context.Context) ([]job, int, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
-	var taken, queued int
+	var jobs []job
+	var taken int
 	err := store.Transact(ctx, d.db, func(tx *gorm.DB) error {
 		var events []struct {
 			ID        int64
@@ -33,55 +35,81 @@ func (d *Dispatcher) fanOut(ctx context.Context) (int, error) {
 		if err := tx.Raw("SELECT id, pet_id, created_at FROM webhook_outbox ORDER BY id LIMIT ?"+d.lock, fanOutBatch).Scan(&events).Error; err != nil {
 			return err
 		}
-		taken, queued = len(events), 0
+		jobs, taken = nil, len(events)
 		if taken == 0 {
 			return nil
 		}
 		var endpoints []struct {
+			EndpointState
 			ID        string
+			URL       string
 			CreatedAt time.Time
 		}
-		err := tx.Raw("SELECT id, created_at FROM webhook_endpoints WHERE disabled_at IS NULL AND events LIKE ?", "%"+PetCreated+"%").Scan(&endpoints).Error
+		err := tx.Raw("SELECT id, url, secret, old_secret, old_secret_until, failing_since, created_at FROM webhook_endpoints"+
+			" WHERE disabled_at IS NULL AND events LIKE ?", "%"+PetCreated+"%").Scan(&endpoints).Error
 		if err != nil {
 			return err
 		}
-		var ds []newDelivery
-		ids := make([]any, len(events))
+		ids, petIDs := make([]any, len(events)), make([]any, len(events))
 		for i, ev := range events {
-			ids[i] = ev.ID
+			ids[i], petIDs[i] = ev.ID, ev.PetID
+		}
+		var pets []models.Pet
+		if len(endpoints) > 0 {
+			if err := tx.Raw("SELECT id, name, category_id, status FROM pets WHERE id IN ("+placeholders(len(petIDs))+")", petIDs...).Scan(&pets).Error; err != nil {
+				return err
+			}
+		}
+		byID := make(map[int64]models.Pet, len(pets))
+		for _, p := range pets {
+			byID[p.ID] = p
+		}
+		var ds []newDelivery
+		for _, ev := range events {
 			for _, e := range endpoints {
-				if !e.CreatedAt.After(ev.CreatedAt) {
+				if pet, ok := byID[ev.PetID]; ok && !e.CreatedAt.After(ev.CreatedAt) {
 					ds = append(ds, newDelivery{endpoint: e.ID, pet: ev.PetID, at: ev.CreatedAt})
+					jobs = append(jobs, job{EndpointID: e.ID, PetID: pet.ID, EventAt: ev.CreatedAt, URL: e.URL, EndpointState: e.EndpointState,
+						Name: pet.Name, CategoryID: pet.CategoryID, Status: pet.Status})
 				}
 			}
 		}
-		if err := insertDeliveries(tx, ds, time.Now().UTC()); err != nil {
+		if err := insertDeliveries(tx, ds, time.Now().UTC().Add(d.lease())); err != nil {
 			return err
 		}
-		queued = len(ds)
+		for i := range jobs {
+			jobs[i].ID = ds[i].id
+		}
 		return tx.Exec("DELETE FROM webhook_outbox WHERE id IN ("+placeholders(len(ids))+")", ids...).Error
 	})
 	if err != nil {
-		return 0, err
+		return nil, 0, err
 	}
-	d.Metrics.queued.Add(float64(queued))
-	return taken, nil
+	d.Metrics.queued.Add(float64(len(jobs)))
+	return jobs, taken, nil
+}
+
+// EndpointState is what signs an endpoint's deliveries, and since when it fails; exported
+// for GORM, which scans only exported embedded structs.
+type EndpointState struct {
+	Secret         string
+	OldSecret      *string
+	OldSecretUntil *time.Time
+	FailingSince   *time.Time
 }
 
 // job is a claimed delivery with what its request needs.
 type job struct {
-	ID             string
-	EndpointID     string
-	PetID          int64
-	EventAt        time.Time
-	Attempts       int
-	URL            string
-	Secret         string
-	OldSecret      *string
-	OldSecretUntil *time.Time
-	Name           string
-	CategoryID     int64
-	Status         *models.PetStatus
+	ID         string
+	EndpointID string
+	PetID      int64
+	EventAt    time.Time
+	Attempts   int
+	URL        string
+	EndpointState
+	Name       string
+	CategoryID int64
+	Status     *models.PetStatus
 }
 
 // lease is how long a claimed delivery stays with its instance: past it, any instance may
@@ -114,7 +142,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]job, error) {
 		return nil, err
 	}
 	var jobs []job
-	err = d.db.WithContext(ctx).Raw("SELECT d.id, d.endpoint_id, d.pet_id, d.event_at, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until,"+
+	err = d.db.WithContext(ctx).Raw("SELECT d.id, d.endpoint_id, d.pet_id, d.event_at, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until, e.failing_since,"+
 		" p.name, p.category_id, p.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN pets p ON p.id = d.pet_id"+
 		" WHERE d.id IN ("+placeholders(len(ids)-1)+")", ids[1:]...).Scan(&jobs).Error
 	return jobs, err

@@ -96,15 +96,24 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// Run sends deliveries until ctx ends, then waits for those in flight.
+// coalesce is how long a wake-up waits for more pets to commit, so that a burst of them is
+// turned into deliveries in one transaction rather than one each.
+const coalesce = 20 * time.Millisecond
+
+// Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
+// outbox into deliveries and sends them; every poll it also claims the due ones (retries,
+// and deliveries whose instance died), and reads the outbox left by other instances.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var writer sync.WaitGroup
 	writer.Go(func() { d.writeResults() })
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
 	var lastAge time.Time
-	for {
-		d.round(ctx)
+	for due := true; ; {
+		d.fanOutAll(ctx)
+		if due {
+			d.claimAll(ctx)
+		}
 		if time.Since(lastAge) >= 5*time.Second {
 			d.measureAge(ctx)
 			lastAge = time.Now()
@@ -116,23 +125,34 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			writer.Wait()
 			return
 		case <-d.wake:
+			due = false
+			select {
+			case <-time.After(coalesce):
+			case <-ctx.Done():
+			}
 		case <-tick.C:
+			due = true
 		}
 	}
 }
 
-// round turns the outbox into deliveries and sends every due one there is room for.
-func (d *Dispatcher) round(ctx context.Context) {
+// fanOutAll turns the whole outbox into deliveries and sends them.
+func (d *Dispatcher) fanOutAll(ctx context.Context) {
 	for ctx.Err() == nil {
-		n, err := d.fanOut(ctx)
+		jobs, n, err := d.fanOut(ctx)
 		if err != nil {
 			slog.WarnContext(ctx, "webhooks: reading the outbox failed", "error", err)
-			break
+			return
 		}
+		d.dispatch(ctx, jobs)
 		if n < fanOutBatch {
-			break
+			return
 		}
 	}
+}
+
+// claimAll claims and sends every due delivery there is room for.
+func (d *Dispatcher) claimAll(ctx context.Context) {
 	for ctx.Err() == nil {
 		free := cap(d.slots) - len(d.slots)
 		if free == 0 {
@@ -143,16 +163,22 @@ func (d *Dispatcher) round(ctx context.Context) {
 			slog.WarnContext(ctx, "webhooks: claiming deliveries failed", "error", err)
 			return
 		}
-		for _, j := range jobs {
-			d.slots <- struct{}{}
-			d.inflight.Go(func() {
-				defer func() { <-d.slots }()
-				d.results <- d.send(ctx, j)
-			})
-		}
+		d.dispatch(ctx, jobs)
 		if len(jobs) < claimBatch {
 			return
 		}
+	}
+}
+
+// dispatch sends each of jobs in a goroutine of its own once a slot is free, its result to
+// the writer.
+func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
+	for _, j := range jobs {
+		d.slots <- struct{}{}
+		d.inflight.Go(func() {
+			defer func() { <-d.slots }()
+			d.results <- d.send(ctx, j)
+		})
 	}
 }
 

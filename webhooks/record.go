@@ -22,7 +22,9 @@ func (d *Dispatcher) record(batch []result) error {
 	for _, r := range batch {
 		if r.err == "" {
 			byStatus[r.status] = append(byStatus[r.status], r.job.ID)
-			okEndpoints = append(okEndpoints, r.job.EndpointID)
+			if r.job.FailingSince != nil {
+				okEndpoints = append(okEndpoints, r.job.EndpointID)
+			}
 		}
 	}
 	for status, ids := range byStatus {
