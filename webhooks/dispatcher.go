@@ -35,6 +35,10 @@ type Options struct {
 // of them up to the timeout, never the pets' requests.
 const maxInFlight = 512
 
+// maxPerHost bounds the connections to one receiver's host, kept alive between deliveries:
+// more deliveries to it wait for one, rather than dial anew.
+const maxPerHost = 64
+
 // Dispatcher turns the outbox into deliveries and sends them: every instance runs one, and
 // they share the work through the database. A delivery is claimed by moving its next attempt
 // past the time its sending may take (the lease): another instance takes it only once the
@@ -62,7 +66,7 @@ func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher
 	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
 		results: make(chan result, maxInFlight), Metrics: newMetrics()}
 	d.client = &http.Client{
-		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxIdleConnsPerHost: 16,
+		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}

@@ -27,6 +27,7 @@ type Store struct {
 	settle     *store.Settler // on MySQL (db.Settler), else nil
 	pages      *PageCache     // nil: every page is read
 	outbox     func()         // nil: no outbox rows; else told of each one once it committed
+	prepared   preparedInserts
 }
 
 // New returns the Store of db, whose statements each take at most timeout, and whose reads go
@@ -96,7 +97,7 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 	case store.InTx(ctx):
 		err = insert(ctx)
 	case s.outbox != nil:
-		err = store.Transact(ctx, s.db, func(tx *gorm.DB) error { return insert(store.WithTx(ctx, tx)) })
+		err = s.insertWithOutbox(ctx, &pet, start)
 	default:
 		err = store.Retry(ctx, insert)
 	}
