@@ -73,7 +73,7 @@ const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT IN
 // (models.NewPet.Validate), on the transaction of ctx if it carries one (store.WithTx), with
 // its outbox row when Outbox is on (in a transaction of its own when ctx carries none).
 // Outside a transaction the INSERT runs again while the server rolls it back (store.Retry,
-// store.Transact), all attempts within the statement timeout; inside one the transaction's
+// store.TransactSQL), all attempts within the statement timeout; inside one the transaction's
 // owner runs it all again (store.Transact). A connection lost under the INSERT is UNAVAILABLE
 // saying that the pet may exist (store.WriteError). Once the pet committed, a write slow
 // enough to make it late is told to the page cache (PageCache.committed).
