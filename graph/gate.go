@@ -66,7 +66,7 @@ func (e *meteredExecutor) CreateOperationContext(ctx context.Context, params *gr
 	opCtx, errs := e.GraphExecutor.CreateOperationContext(ctx, params)
 	cost := 1
 	if errs == nil {
-		cost = OperationCost(opCtx)
+		cost = operationCost(opCtx)
 	}
 	if err := e.charge(ctx, cost); err != nil {
 		apiErr := apierr.From(err)
@@ -99,7 +99,7 @@ func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.
 	if opCtx.Operation.Operation == ast.Subscription {
 		return next, ctx
 	}
-	cost := OperationCost(opCtx)
+	cost := operationCost(opCtx)
 	return func(ctx context.Context) *graphql.Response { return withCost(next(ctx), cost) }, ctx
 }
 
