@@ -193,7 +193,7 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Resolver:   p.resolver,
 		GraphQL:    p.gql,
 		OpenAPI:    doc,
-		Playground: playground.Handler("/v1/graphql"),
+		Playground: playground.HandlerWith("/v1/graphql", playground.Options{Documents: string(cfg.GraphQL.DocumentsMode)}),
 		Reference:  reference.Handler("/v1/openapi.json"),
 		SDL:        graph.SDL(),
 		Identify:   p.authn.Identify,

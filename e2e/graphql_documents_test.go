@@ -196,3 +196,22 @@ func TestDocumentsAnswerJSON(t *testing.T) {
 		}
 	}
 }
+
+// TestDocumentsPlaygroundNotice: under listed and ids the playground says what runs and how an
+// app registers its documents; under any it says nothing of them.
+func TestDocumentsPlaygroundNotice(t *testing.T) {
+	db := dbtestSQLite(t)
+	for mode, want := range map[graph.DocumentsMode]string{
+		graph.DocumentsAny: "", graph.DocumentsListed: "QUERY_NOT_IN_SAFELIST", graph.DocumentsIDs: "PERSISTED_QUERY_ID_REQUIRED",
+	} {
+		cfg := config.Default()
+		cfg.GraphQL.DocumentsMode = mode
+		api := newTestAPIConfig(t, db, cfg)
+		resp := api.do(t, request{method: http.MethodGet, path: "/v1/playground", noAuth: true})
+		notice := strings.Contains(resp.body, `class="notice"`)
+		if resp.status != http.StatusOK || notice != (want != "") || !strings.Contains(resp.body, want) ||
+			(want != "" && !strings.Contains(resp.body, "petstore documents add")) {
+			t.Errorf("%s: %d, notice %v; want one naming %q and documents add", mode, resp.status, notice, want)
+		}
+	}
+}
