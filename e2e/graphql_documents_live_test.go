@@ -14,9 +14,10 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// TestDocumentsOverWebSocketAndSSE: under ids, a WebSocket or SSE operation sent as text is
-// refused with PERSISTED_QUERY_ID_REQUIRED (the safelist holds on every transport), and a listed
-// subscription named by extensions.documentId or its APQ hash runs; an unknown id is refused.
+// TestDocumentsOverWebSocketAndSSE: under ids, an operation sent as text over WebSocket (both
+// protocols) or SSE is refused with PERSISTED_QUERY_ID_REQUIRED (the safelist holds on every
+// transport), and a listed subscription named by extensions.documentId or its APQ hash runs;
+// an unknown id is refused.
 func TestDocumentsOverWebSocketAndSSE(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
@@ -62,6 +63,21 @@ func TestDocumentsOverWebSocketAndSSE(t *testing.T) {
 	}
 	if !got["by-id"] || !got["by-hash"] {
 		t.Fatalf("events for %v; want by-id and by-hash", got)
+	}
+
+	legacy, br, err := rawLegacy(strings.TrimPrefix(s.url, "http://"), s.key) // graphql-ws
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer legacy.Close()
+	writeFrame(legacy, `{"type":"start","id":"1","payload":{"query":"{ pets { id } }"}}`)
+	_ = legacy.SetReadDeadline(time.Now().Add(10 * time.Second))
+	msg, err := readFrame(br)
+	for err == nil && strings.Contains(msg, `"ka"`) { // graphql-ws keep-alives
+		msg, err = readFrame(br)
+	}
+	if err != nil || !strings.Contains(msg, "PERSISTED_QUERY_ID_REQUIRED") {
+		t.Fatalf("text over graphql-ws: %q %v; want PERSISTED_QUERY_ID_REQUIRED", msg, err)
 	}
 
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
