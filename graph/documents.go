@@ -136,8 +136,8 @@ func (t trustedDocuments) MutateOperationParameters(ctx context.Context, params 
 	default:
 		return nil // no document: the executor says so
 	}
-	if hasID || params.Query == "" { // the hash named the document: no persisted query to look up
-		params.Extensions = maps.Clone(params.Extensions)
+	if _, ok := params.Extensions["persistedQuery"]; ok && (hasID || params.Query == "") {
+		params.Extensions = maps.Clone(params.Extensions) // the id or hash named the document: no persisted query to look up
 		delete(params.Extensions, "persistedQuery")
 	}
 	params.Query = l.Body
