@@ -40,11 +40,9 @@ type Service struct {
 	Deps    rest.Deps
 	records *idempotency.Records
 	drain   *drainer
-	cfg     config.Config
-	rdb     redis.UniversalClient // nil: this instance alone
-	pages   *pets.PageCache       // nil: off
-	docs    *documents.Registry   // the trusted documents, read again as they change
-	name    string                // random: tells this instance's messages on rdb from the others'
+	pages   *pets.PageCache     // nil: off
+	late    *pets.LateBus       // nil: this instance alone
+	docs    *documents.Registry // the trusted documents, read again as they change
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -68,8 +66,8 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	instance := rand.Text()
-	pages, err := newPageCache(cfg, rdb, instance, metrics)
+	late := newLateBus(cfg, rdb)
+	pages, err := newPageCache(cfg, late, metrics)
 	if err != nil {
 		return nil, err
 	}
@@ -95,26 +93,47 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		Deps:    deps,
 		records: records,
 		drain:   drain,
-		cfg:     cfg,
-		rdb:     rdb,
 		pages:   pages,
+		late:    late,
 		docs:    docs,
-		name:    instance,
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
 // returns is called: it removes expired Idempotency-Key records, reads the trusted documents
-// again when they change, and hears of the late pets of other instances (listenLate).
+// again when they change, and hears of the late pets of other instances (pets.LateBus.Listen).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
 	done.Go(func() { s.docs.Run(ctx, documents.DefaultRefreshEvery) })
-	if s.pages != nil && s.rdb != nil {
-		done.Go(func() { listenLate(ctx, s.cfg, s.rdb, s.name, s.pages) })
+	if s.pages != nil && s.late != nil {
+		done.Go(func() { s.late.Listen(ctx, s.pages) })
 	}
 	return func() { cancel(); done.Wait() }
+}
+
+// newLateBus returns the bus on which this instance, under a random name, and the others
+// sharing rdb tell each other of late pets; nil without Redis.
+func newLateBus(cfg config.Config, rdb redis.UniversalClient) *pets.LateBus {
+	if rdb == nil {
+		return nil
+	}
+	return pets.NewLateBus(rdb, cfg.RateLimit.RedisKeyPrefix, rand.Text())
+}
+
+// newPageCache returns the page cache of cfg, nil when it is off, its figures exported by
+// metrics; it tells the other instances of each late pet through late, when not nil.
+func newPageCache(cfg config.Config, late *pets.LateBus, metrics *observe.Metrics) (*pets.PageCache, error) {
+	if cfg.PageCacheBytes == 0 {
+		return nil, nil
+	}
+	var publish func(id int64)
+	if late != nil {
+		publish = late.Publish
+	}
+	pages := pets.NewPageCache(cfg.PageCacheBytes, publish)
+	return pages, metrics.Register(pets.NewCacheCollector(pages))
 }
 
 // newMetrics returns the service's Prometheus metrics, db's connection pool among them.
