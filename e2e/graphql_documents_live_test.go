@@ -87,6 +87,29 @@ func TestDocumentsOverWebSocketAndSSE(t *testing.T) {
 	if resp.StatusCode != http.StatusOK || !strings.Contains(string(b), `"code":"PERSISTED_QUERY_ID_REQUIRED"`) || strings.Contains(string(b), `"petAdded"`) {
 		t.Fatalf("text over SSE: %d %s; want PERSISTED_QUERY_ID_REQUIRED", resp.StatusCode, b)
 	}
+
+	// A listed subscription over SSE, named by a top-level documentId as GraphQL over HTTP names it.
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, s.url+"/v1/graphql", strings.NewReader(`{"documentId":"c0ffee","extensions":{}}`))
+	req.Header.Set("Authorization", "Bearer "+s.key)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "text/event-stream")
+	stream, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Body.Close()
+	events := sseEvents(stream.Body)
+	s.waitActive(t, 3)
+	s.createPet(t, s.key, "Streamed", "")
+	for ev := range events {
+		if strings.HasPrefix(ev, "next ") {
+			if !strings.Contains(ev, `"name":"Streamed"`) {
+				t.Fatalf("listed subscription over SSE by documentId: %s; want the pet added", ev)
+			}
+			return
+		}
+	}
+	t.Fatal("listed subscription over SSE by documentId: no event")
 }
 
 // TestDocumentsSharedByInstances: two instances on one MySQL database run a document that

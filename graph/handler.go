@@ -141,7 +141,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 		srv.AddTransport(metered(*opts.Websocket)) // first: an upgrade is a GET
 	}
 	if opts.SSE {
-		srv.AddTransport(metered(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)})) // before POST
+		sse := transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)}
+		srv.AddTransport(metered(gqlhttp.DocumentIDBody{Transport: sse})) // before POST
 	}
 	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodGet)))
 	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodPost)))
