@@ -121,19 +121,26 @@ func (r *Registry) Refresh(ctx context.Context) error {
 	return nil
 }
 
-// Run refreshes the registry every `every` until ctx is done. A failed read is logged, and the
-// documents last read are kept.
+// Run refreshes the registry every `every` until ctx is done. The documents last read are kept
+// while reads fail; the first failure of a run of them is logged, and the read that ends it.
 func (r *Registry) Run(ctx context.Context, every time.Duration) {
 	t := time.NewTicker(every)
 	defer t.Stop()
+	failing := false
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		if err := r.Refresh(ctx); err != nil && ctx.Err() == nil {
-			slog.WarnContext(ctx, "trusted documents not refreshed; the last ones read are kept", "err", err)
+		err := r.Refresh(ctx)
+		switch {
+		case ctx.Err() != nil:
+		case err != nil && !failing:
+			slog.WarnContext(ctx, "trusted documents not refreshed; the last ones read are kept until a read succeeds", "err", err)
+		case err == nil && failing:
+			slog.InfoContext(ctx, "trusted documents refreshed again", "documents", r.Len())
 		}
+		failing = err != nil
 	}
 }
