@@ -3,6 +3,7 @@ package webhooks
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"log/slog"
 	"net/http"
@@ -21,15 +22,24 @@ type result struct {
 	gone   bool   // the attempt was cut short by shutdown: not recorded, sent again after its lease
 }
 
-// payload returns the body of the delivery j: the event type, its time, and its data, the
-// pet's cursor (to page on, or replay from) and the pet as GET /v1/pets lists it.
-func (j job) payload() []byte {
-	pet := models.Pet{ID: j.PetID, Name: j.Name, CategoryID: j.CategoryID, Status: j.Status}
-	b := make([]byte, 0, 256)
-	b = append(b, `{"type":"`+PetCreated+`","timestamp":"`...)
-	b = j.EventAt.UTC().AppendFormat(b, time.RFC3339Nano)
-	b = append(append(append(b, `","data":{"cursor":"`...), models.EncodeCursor(j.PetID)...), `","pet":`...)
-	return append(pet.AppendJSON(b), "}}"...)
+// eventBody is the body of a delivery: the event type, its time, and its data.
+type eventBody struct {
+	Type      string    `json:"type"`
+	Timestamp time.Time `json:"timestamp"`
+	Data      eventData `json:"data"`
+}
+
+// eventData is the data of pet.created: the pet's cursor (to page on, or replay from) and
+// the pet as GET /v1/pets lists it.
+type eventData struct {
+	Cursor string     `json:"cursor"`
+	Pet    models.Pet `json:"pet"`
+}
+
+// payload returns the body of the delivery j.
+func (j job) payload() ([]byte, error) {
+	return json.Marshal(eventBody{Type: PetCreated, Timestamp: j.EventAt.UTC(), Data: eventData{Cursor: models.EncodeCursor(j.PetID),
+		Pet: models.Pet{ID: j.PetID, Name: j.Name, CategoryID: j.CategoryID, Status: j.Status}}})
 }
 
 // secrets returns the secrets that sign j: the endpoint's, and the one a rotation replaced
@@ -55,7 +65,11 @@ func (d *Dispatcher) send(ctx context.Context, j job) result {
 		r.err = err.Error()
 		return r
 	}
-	body := j.payload()
+	body, err := j.payload()
+	if err != nil {
+		r.err = err.Error()
+		return r
+	}
 	ctx, cancel := context.WithTimeout(ctx, d.opts.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.URL, bytes.NewReader(body))
