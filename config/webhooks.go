@@ -66,7 +66,7 @@ func (l *durationList) String() string {
 	return strings.Join(s, ",")
 }
 
-// Set reads a comma-separated list of durations; an empty one is no retry.
+// Set reads a comma-separated list of durations.
 func (l *durationList) Set(v string) error {
 	var out []time.Duration
 	for item := range strings.SplitSeq(v, ",") {
