@@ -190,11 +190,15 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
 func (d *Dispatcher) measureAge(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
+	db, err := d.db.DB()
+	if err != nil {
+		return
+	}
 	var age time.Duration
 	for _, q := range []string{"SELECT created_at FROM webhook_outbox ORDER BY id LIMIT 1",
 		"SELECT created_at FROM webhook_deliveries WHERE status = 'pending' ORDER BY created_at LIMIT 1"} {
 		var at time.Time
-		switch err := d.db.WithContext(ctx).Raw(q).Row().Scan(&at); {
+		switch err := db.QueryRowContext(ctx, q).Scan(&at); {
 		case errors.Is(err, sql.ErrNoRows):
 		case err != nil:
 			return
