@@ -53,8 +53,9 @@ type Options struct {
 	QueryCacheSize int
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
-	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields,
-	// and so does the shared rendering of a petAdded event for PetAdded's and Pet's.
+	// (graphql.FieldContext.IsResolver): the flat paths of lists of pets and of edges skip it
+	// for Pet's and PetEdge's fields, and so does the shared rendering of a petAdded event for
+	// PetAdded's and Pet's.
 	Tracer graphql.HandlerExtension
 }
 
