@@ -6,6 +6,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
+
+	"petstore/models"
 )
 
 // A page of petsConnection, { edges { cursor node { id name categoryId status } } }, is the
@@ -84,13 +86,7 @@ func (ec *executionContext) newFlatEdgePlan(fields []graphql.CollectedField) *fl
 		if f.IsDeferred() {
 			return nil
 		}
-		var prefix []byte
-		if i == 0 {
-			prefix = append(prefix, '{')
-		} else {
-			prefix = append(prefix, ',')
-		}
-		prefix = append(appendGQLString(prefix, f.Alias), ':')
+		prefix := fieldPrefix(i, f.Alias)
 		field := flatEdgeField{prefix: prefix}
 		switch f.Name {
 		case "__typename":
@@ -136,16 +132,26 @@ func (e *flatEdge) MarshalGQL(w io.Writer) {
 
 // appendTo appends the edge to b.
 func (e *flatEdge) appendTo(b []byte) []byte {
-	nodes := e.plan.nodes
-	for _, f := range e.plan.fields {
+	return e.plan.appendEdge(b, e.edge.Node, &e.edge.Cursor)
+}
+
+// appendEdge appends the edge of pet with cursor, or with the pet's cursor (appendCursor)
+// when cursor is nil.
+func (p *flatEdgePlan) appendEdge(b []byte, pet *models.Pet, cursor *string) []byte {
+	nodes := p.nodes
+	for _, f := range p.fields {
 		b = append(b, f.prefix...)
 		switch f.kind {
 		case edgeTypename:
 			b = append(b, `"PetEdge"`...)
 		case edgeCursor:
-			b = appendGQLString(b, e.edge.Cursor)
+			if cursor == nil {
+				b = appendCursor(b, pet.ID)
+			} else {
+				b = appendGQLString(b, *cursor)
+			}
 		case edgeNode:
-			b = (&flatPet{plan: nodes[0], pet: e.edge.Node}).appendTo(b)
+			b = (&flatPet{plan: nodes[0], pet: pet}).appendTo(b)
 			nodes = nodes[1:]
 		}
 	}

@@ -15,8 +15,9 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// flatPair is the same service twice over one database: its lists on their flat paths, and
-// on gqlgen's generic path (graph.GenericLists), the reference the flat paths are held to.
+// flatPair is the same service twice over one database: its lists on their flat paths and
+// its pages answered directly, and everything on gqlgen's generic path (graph.GenericLists),
+// the reference the fast paths are held to.
 type flatPair struct{ flat, generic *server }
 
 // newFlatPair stores pets with names that need escaping (invalid UTF-8 but on MySQL, which
@@ -78,7 +79,8 @@ var flatSelections = []struct {
 }
 
 // TestFlatListsMatchGeneric checks that the flat paths of lists (a list of pets, a
-// connection's edges) answer byte for byte as gqlgen's generic path does, on both stores, with
+// connection's edges) and the direct answers of one page answer byte for byte as gqlgen's
+// generic path does, on both stores, with
 // and without the page cache: for every way of spelling the selections of a pet and of an edge,
 // for names that need escaping (in pages of 3, whose answers need none, and of 20), for a
 // missing status, and beside errors.
@@ -98,14 +100,29 @@ func TestFlatListsMatchGeneric(t *testing.T) {
 							"__typename n: node { " + tc.sel + " } cursor c: cursor node { id }",
 							"...E", "... on PetEdge { node { " + tc.sel + " } } cursor",
 						} {
-							query := "query" + decl + " { pets(limit: " + strconv.Itoa(n) + ") { " + tc.sel + " } petsConnection(first: " + strconv.Itoa(n) + ") { edges { " + edge +
-								" } pageInfo { hasNextPage endCursor } } }\n" + tc.fragments
+							list := "pets(limit: " + strconv.Itoa(n) + ") { " + tc.sel + " }"
+							conn := "petsConnection(first: " + strconv.Itoa(n) + ") { edges { " + edge + " } pageInfo { hasNextPage endCursor } }"
+							fragments := tc.fragments
 							if edge == "...E" {
-								query += "\nfragment E on PetEdge { cursor node { " + tc.sel + " } }"
+								fragments += "\nfragment E on PetEdge { cursor node { " + tc.sel + " } }"
 							}
-							p.compare(t, marshal(map[string]any{"query": query, "variables": tc.vars}))
+							for _, root := range []string{list, conn, list + " " + conn} { // one root field: the direct path
+								p.compare(t, marshal(map[string]any{"query": "query" + decl + " { " + root + " }\n" + fragments, "variables": tc.vars}))
+							}
 						}
 					}
+				}
+				for _, query := range []string{
+					`{ c: petsConnection(first: 2) { __typename e: edges { cursor } p: pageInfo { __typename hasNextPage hasPreviousPage startCursor endCursor } } }`,
+					`{ petsConnection(first: 2, status: SOLD) { pageInfo { ...I } edges { node { id } } } } fragment I on PageInfo { endCursor startCursor }`,
+					`{ petsConnection(after: "cGV0OnYxOjEwMDA", first: 2) { edges { cursor } pageInfo { startCursor endCursor hasNextPage } } }`,
+					`{ petsConnection(first: 2) { edges { cursor } edges { node { id } } pageInfo { hasNextPage } pageInfo { endCursor } } }`,
+					`query($f: Int = 2, $s: PetStatus) { petsConnection(first: $f, status: $s) { edges { cursor } } }`,
+					`{ pets(status: AVAILABLE, limit: 100) { id } }`, `{ pets { ... on Pet { name } } }`, `{ __typename pets { id } }`,
+					`{ pets(limit: 0) { id } }`, `{ petsConnection(after: "bogus") { edges { cursor } } }`, `{ petsConnection(first: 101) { pageInfo { hasNextPage } } }`,
+					`{ petsConnection { edges { cursor } pageInfo @skip(if: true) { hasNextPage } } }`,
+				} {
+					p.compare(t, marshal(map[string]any{"query": query}))
 				}
 				// An error beside flat lists: the lists are still written, and the error listed.
 				a := p.compare(t, marshal(map[string]any{"query": `{ pets(limit: 3) { id } petsConnection(first: 3) { edges { cursor node { name } } } pet(id: 99) { id } }`}))
@@ -118,7 +135,7 @@ func TestFlatListsMatchGeneric(t *testing.T) {
 }
 
 // FuzzFlatLists checks that any request answers byte for byte the same with the flat paths of
-// lists as with gqlgen's generic path: status, Content-Type and body, errors included.
+// lists and the direct answers of one page as with gqlgen's generic path: status, Content-Type and body, errors included.
 func FuzzFlatLists(f *testing.F) {
 	for _, q := range []string{
 		`{ pets { id name categoryId status } }`,

@@ -122,7 +122,11 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
-	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate} }
+	var direct *directExec // direct.go
+	if opts.Tracer == nil && !r.genericLists {
+		direct = &directExec{r: r, es: es.(*executableSchema)}
+	}
+	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate, direct} }
 	if opts.Websocket != nil {
 		srv.AddTransport(metered(*opts.Websocket)) // first: an upgrade is a GET
 	}

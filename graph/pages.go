@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"strings"
 
 	"petstore/models"
 )
@@ -43,16 +44,18 @@ func (r *Resolver) connection(ctx context.Context, sizeName string, size *int, a
 
 // cursorsOf returns the cursor of each pet (models.EncodeCursor), all in one string.
 func cursorsOf(pets []models.Pet) []string {
-	enc := make([]byte, 0, models.MaxCursorBytes*len(pets))
+	var all strings.Builder
+	all.Grow(models.MaxCursorBytes * len(pets))
 	ends := make([]int, len(pets))
+	var enc [models.MaxCursorBytes]byte
 	for i := range pets {
-		enc = models.AppendCursor(enc, pets[i].ID)
-		ends[i] = len(enc)
+		all.Write(models.AppendCursor(enc[:0], pets[i].ID))
+		ends[i] = all.Len()
 	}
-	all, start := string(enc), 0
+	text, start := all.String(), 0
 	out := make([]string, len(pets))
 	for i, end := range ends {
-		out[i], start = all[start:end], end
+		out[i], start = text[start:end], end
 	}
 	return out
 }
@@ -60,8 +63,12 @@ func cursorsOf(pets []models.Pet) []string {
 // list checks the page size (sizeName is its argument's name, for the error) and the cursor,
 // and reads the page (pets.Store.Page), and whether more pets follow. The caller hands out
 // the cursor of the page's last pet when more follow (GraphQL's endCursor also on the last
-// page).
+// page). A page read that failed on the direct path, which ctx hands over, fails again
+// without a second read.
 func (r *Resolver) list(ctx context.Context, sizeName string, size *int, after *string, status *models.PetStatus) ([]models.Pet, bool, error) {
+	if err := readFailed(ctx); err != nil { // the direct path's read, handed over (direct.go)
+		return nil, false, err
+	}
 	n, err := models.PageSize(sizeName, size)
 	if err != nil {
 		return nil, false, err

@@ -37,7 +37,9 @@ func appendPlain(resp *graphql.Response) ([]byte, bool) {
 		return nil, false
 	}
 	var ext []byte
-	if len(resp.Extensions) > 0 {
+	if cost, ok := resp.Extensions["cost"].(int); ok && len(resp.Extensions) == 1 { // what most answers carry
+		ext = append(strconv.AppendInt(append(make([]byte, 0, 24), `{"cost":`...), int64(cost), 10), '}')
+	} else if len(resp.Extensions) > 0 {
 		var err error
 		if ext, err = json.Marshal(resp.Extensions); err != nil {
 			return nil, false

@@ -19,6 +19,7 @@ func FuzzWriteResponse(f *testing.F) {
 	} {
 		f.Add(data, 1, "", false)
 		f.Add(data, 0, "boom", true)
+		f.Add(data, -1, "note", false)
 	}
 	f.Fuzz(func(t *testing.T, data string, cost int, errMsg string, hasNext bool) {
 		var compact bytes.Buffer
@@ -26,7 +27,10 @@ func FuzzWriteResponse(f *testing.F) {
 			return
 		}
 		resp := &graphql.Response{Data: compact.Bytes()}
-		if cost != 0 {
+		switch {
+		case cost > 0:
+			resp.Extensions = map[string]any{"cost": cost}
+		case cost < 0:
 			resp.Extensions = map[string]any{"cost": cost, "note": errMsg}
 		}
 		if errMsg != "" {

@@ -1,0 +1,300 @@
+package graph
+
+import (
+	"context"
+
+	"github.com/99designs/gqlgen/graphql"
+	"github.com/vektah/gqlparser/v2/ast"
+
+	"petstore/models"
+)
+
+// The query front ends send most is one page of pets, { pets(limit: 20) { ... } } or
+// { petsConnection(first: 100) { edges { cursor node { ... } } pageInfo { ... } } }, and once
+// its elements are written on the flat paths, what is left of its cost beside REST's is
+// gqlgen's execution of the few objects around them: the root field's and the connection's
+// field contexts, closures and boxed values, and the edges built for them. So a query whose
+// one root field is such a page with a flat selection is answered directly: its arguments
+// read by gqlgen's generated code, its page read by the resolver, its answer written in one
+// buffer by the flat plans. Everything else, and such a query whose resolver fails (its
+// error is gqlgen's to present: the failed read is handed over, not repeated), takes gqlgen's
+// executor. The answers are byte for byte gqlgen's (TestFlatListsMatchGeneric, FuzzFlatLists);
+// parsing, validation, the limits, persisted queries and the rate-limit charge run before
+// either, as they do for every operation.
+//
+// The direct path runs no operation, field or response interceptor: NewHandler takes it only
+// without Options.Tracer; the response interceptors it installs act on errors alone, and a
+// direct answer has none.
+
+// directExec is what the direct path needs of the handler: its resolver and schema.
+type directExec struct {
+	r  *Resolver
+	es *executableSchema
+}
+
+// dispatch runs the operation of opCtx as gqlgen's executor does, directly when it can
+// (newDirectPage): the page is read, lazily, by the first call of the answer's handler.
+func (e *meteredExecutor) dispatch(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
+	var p *directPage
+	if e.direct != nil {
+		p = newDirectPage(ctx, e.direct.r, e.direct.es, opCtx)
+	}
+	if p == nil {
+		return e.GraphExecutor.DispatchOperation(ctx, opCtx)
+	}
+	done := false
+	return func(ctx context.Context) *graphql.Response {
+		if done || ctx.Err() != nil { // gqlgen's handler answers once, and nothing to a client gone
+			return nil
+		}
+		done = true
+		resp, err := p.answer(ctx)
+		if err == nil {
+			return resp
+		}
+		next, ctx := e.GraphExecutor.DispatchOperation(context.WithValue(ctx, pageReadKey{}, err), opCtx)
+		return next(ctx)
+	}, graphql.WithOperationContext(ctx, opCtx)
+}
+
+// directPage is the direct answer of one operation: its root field and what to write of it.
+type directPage struct {
+	r      *Resolver
+	prefix []byte // `{"alias":`
+	conn   bool   // petsConnection, else pets
+	size   *int   // limit or first
+	after  *string
+	status *models.PetStatus
+	pets   *flatPlan   // the plan of each pet of pets
+	fields []connField // the fields of the connection of petsConnection
+}
+
+// connKind is a field of PetConnection or PageInfo that the direct path writes.
+type connKind uint8
+
+const (
+	connTypename connKind = iota
+	connEdges
+	connPageInfo
+	infoTypename
+	infoHasNext
+	infoHasPrevious
+	infoStart
+	infoEnd
+)
+
+// connField is one field of a selection of PetConnection or of its PageInfo, and the bytes
+// before its value.
+type connField struct {
+	kind   connKind
+	prefix []byte
+	edges  *flatEdgePlan // of connEdges
+	info   []connField   // of connPageInfo
+}
+
+// newDirectPage returns the direct answer of the operation of opCtx, or nil when it takes
+// gqlgen's executor: not a query of one root field, pets or petsConnection, with flat
+// selections and arguments that gqlgen's generated code reads without error.
+func newDirectPage(ctx context.Context, r *Resolver, es *executableSchema, opCtx *graphql.OperationContext) *directPage {
+	if opCtx.Operation.Operation != ast.Query {
+		return nil
+	}
+	root := graphql.CollectFields(opCtx, opCtx.Operation.SelectionSet, queryImplementors)
+	if len(root) != 1 || root[0].IsDeferred() {
+		return nil
+	}
+	f := root[0]
+	ec := newExecutionContext(opCtx, es, nil)
+	p := &directPage{r: r, prefix: append(appendGQLString([]byte{'{'}, f.Alias), ':')}
+	switch f.Name {
+	case "pets":
+		args, err := ec.field_Query_pets_args(ctx, f.ArgumentMap(opCtx.Variables))
+		if err != nil {
+			return nil
+		}
+		p.size, p.status = args["limit"].(*int), args["status"].(*models.PetStatus)
+		if p.pets = plainFlatPlan(f.Selections); p.pets == nil {
+			p.pets = newFlatPlan(graphql.CollectFields(opCtx, f.Selections, petImplementors))
+		}
+		if p.pets == nil {
+			return nil
+		}
+	case "petsConnection":
+		args, err := ec.field_Query_petsConnection_args(ctx, f.ArgumentMap(opCtx.Variables))
+		if err != nil {
+			return nil
+		}
+		p.conn, p.size, p.after, p.status = true, args["first"].(*int), args["after"].(*string), args["status"].(*models.PetStatus)
+		if p.fields = connFields(ec, f.Selections); p.fields == nil {
+			return nil
+		}
+	default:
+		return nil
+	}
+	return p
+}
+
+// connFields returns the plan of a selection of PetConnection, or nil when it is not flat.
+func connFields(ec *executionContext, sel ast.SelectionSet) []connField {
+	collected := graphql.CollectFields(ec.OperationContext, sel, petConnectionImplementors)
+	fields := make([]connField, len(collected))
+	for i, f := range collected {
+		if f.IsDeferred() {
+			return nil
+		}
+		fields[i].prefix = fieldPrefix(i, f.Alias)
+		switch f.Name {
+		case "__typename":
+			fields[i].kind = connTypename
+		case "edges":
+			fields[i].kind = connEdges
+			if fields[i].edges = ec.newFlatEdgePlan(graphql.CollectFields(ec.OperationContext, f.Selections, petEdgeImplementors)); fields[i].edges == nil {
+				return nil
+			}
+		case "pageInfo":
+			fields[i].kind = connPageInfo
+			if fields[i].info = infoFields(ec, f.Selections); fields[i].info == nil {
+				return nil
+			}
+		default:
+			return nil
+		}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return fields
+}
+
+// infoKinds maps the fields of PageInfo to what the direct path writes.
+var infoKinds = map[string]connKind{
+	"__typename": infoTypename, "hasNextPage": infoHasNext, "hasPreviousPage": infoHasPrevious,
+	"startCursor": infoStart, "endCursor": infoEnd,
+}
+
+// infoFields returns the plan of a selection of PageInfo, or nil when it is not flat.
+func infoFields(ec *executionContext, sel ast.SelectionSet) []connField {
+	collected := graphql.CollectFields(ec.OperationContext, sel, pageInfoImplementors)
+	fields := make([]connField, len(collected))
+	for i, f := range collected {
+		kind, ok := infoKinds[f.Name]
+		if !ok || f.IsDeferred() {
+			return nil
+		}
+		fields[i] = connField{kind: kind, prefix: fieldPrefix(i, f.Alias)}
+	}
+	if len(fields) == 0 {
+		return nil
+	}
+	return fields
+}
+
+// fieldPrefix returns the bytes before the value of the ith field of an object, named alias.
+func fieldPrefix(i int, alias string) []byte {
+	b := []byte{','}
+	if i == 0 {
+		b[0] = '{'
+	}
+	return append(appendGQLString(b, alias), ':')
+}
+
+// answer reads the page and returns the answer, or the resolver's error.
+func (p *directPage) answer(ctx context.Context) (*graphql.Response, error) {
+	sizeName := "limit"
+	if p.conn {
+		sizeName = "first"
+	}
+	pets, more, err := p.r.list(ctx, sizeName, p.size, p.after, p.status)
+	if err != nil {
+		return nil, err
+	}
+	b := append(make([]byte, 0, p.guess(len(pets))), p.prefix...)
+	if p.conn {
+		b = appendConn(b, p.fields, pets, more)
+	} else {
+		b = append(b, '[')
+		for i := range pets {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = (&flatPet{plan: p.pets, pet: &pets[i]}).appendTo(b)
+		}
+		b = append(b, ']')
+	}
+	return &graphql.Response{Data: append(b, '}')}, nil
+}
+
+// guess returns a guess of the bytes of an answer of n pets.
+func (p *directPage) guess(n int) int {
+	if !p.conn {
+		return len(p.prefix) + 3 + n*(p.pets.size+1)
+	}
+	size := len(p.prefix) + 256
+	for _, f := range p.fields {
+		if f.kind == connEdges {
+			size += n * (f.edges.size + 1)
+		}
+	}
+	return size
+}
+
+// appendConn appends the connection of pets, more whether more pets follow, as fields select.
+func appendConn(b []byte, fields []connField, pets []models.Pet, more bool) []byte {
+	for _, f := range fields {
+		b = append(b, f.prefix...)
+		switch f.kind {
+		case connTypename:
+			b = append(b, `"PetConnection"`...)
+		case connEdges:
+			b = append(b, '[')
+			for i := range pets {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = f.edges.appendEdge(b, &pets[i], nil)
+			}
+			b = append(b, ']')
+		case connPageInfo:
+			b = appendPageInfo(b, f.info, pets, more)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendPageInfo appends the PageInfo of pets as fields select.
+func appendPageInfo(b []byte, fields []connField, pets []models.Pet, more bool) []byte {
+	for _, f := range fields {
+		b = append(b, f.prefix...)
+		switch {
+		case f.kind == infoTypename:
+			b = append(b, `"PageInfo"`...)
+		case f.kind == infoHasNext && more:
+			b = append(b, "true"...)
+		case f.kind == infoHasNext || f.kind == infoHasPrevious:
+			b = append(b, "false"...)
+		case len(pets) == 0:
+			b = append(b, "null"...)
+		case f.kind == infoStart:
+			b = appendCursor(b, pets[0].ID)
+		default: // infoEnd
+			b = appendCursor(b, pets[len(pets)-1].ID)
+		}
+	}
+	return append(b, '}')
+}
+
+// appendCursor appends the cursor of the pet with id as a GraphQL string: its characters
+// (base64url) need no escaping.
+func appendCursor(b []byte, id int64) []byte {
+	return append(models.AppendCursor(append(b, '"'), id), '"')
+}
+
+// pageReadKey is the context key of a page read that failed on the direct path, which gqlgen's
+// path, answering instead, is handed: Resolver.list returns its error rather than read again.
+type pageReadKey struct{}
+
+// readFailed returns the error of a failed page read that ctx hands over, or nil.
+func readFailed(ctx context.Context) error {
+	err, _ := ctx.Value(pageReadKey{}).(error)
+	return err
+}
