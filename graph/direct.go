@@ -2,6 +2,7 @@ package graph
 
 import (
 	"context"
+	"sync"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -26,10 +27,44 @@ import (
 // without Options.Tracer; the response interceptors it installs act on errors alone, and a
 // direct answer has none.
 
-// directExec is what the direct path needs of the handler: its resolver and schema.
+// directExec is what the direct path needs of the handler: its resolver and schema, and the
+// direct answers of the operations that use no variables, made once (pages).
 type directExec struct {
 	r  *Resolver
 	es *executableSchema
+
+	mu    sync.RWMutex
+	pages map[string]*directPage // by query and operation name; nil for gqlgen's executor
+}
+
+// Bounds of directExec.pages: it is cleared when it reaches maxDirectPages entries, each of a
+// query of at most maxDirectQuery bytes.
+const (
+	maxDirectPages = 1024
+	maxDirectQuery = 2048
+)
+
+// page returns the direct answer of the operation of opCtx (newDirectPage), or nil. That of
+// an operation without variables, a function of its text alone, is made once.
+func (d *directExec) page(ctx context.Context, opCtx *graphql.OperationContext) *directPage {
+	if len(opCtx.Operation.VariableDefinitions) > 0 || len(opCtx.RawQuery)+len(opCtx.OperationName) > maxDirectQuery {
+		return newDirectPage(ctx, d.r, d.es, opCtx)
+	}
+	key := opCtx.RawQuery + "\x00" + opCtx.OperationName
+	d.mu.RLock()
+	p, ok := d.pages[key]
+	d.mu.RUnlock()
+	if ok {
+		return p
+	}
+	p = newDirectPage(ctx, d.r, d.es, opCtx)
+	d.mu.Lock()
+	if len(d.pages) >= maxDirectPages {
+		clear(d.pages)
+	}
+	d.pages[key] = p
+	d.mu.Unlock()
+	return p
 }
 
 // dispatch runs the operation of opCtx as gqlgen's executor does, directly when it can
@@ -37,7 +72,7 @@ type directExec struct {
 func (e *meteredExecutor) dispatch(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
 	var p *directPage
 	if e.direct != nil {
-		p = newDirectPage(ctx, e.direct.r, e.direct.es, opCtx)
+		p = e.direct.page(ctx, opCtx)
 	}
 	if p == nil {
 		return e.GraphExecutor.DispatchOperation(ctx, opCtx)

@@ -124,7 +124,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	srv.AddTransport(transport.Options{})
 	var direct *directExec // direct.go
 	if opts.Tracer == nil && !r.genericLists {
-		direct = &directExec{r: r, es: es.(*executableSchema)}
+		direct = &directExec{r: r, es: es.(*executableSchema), pages: map[string]*directPage{}}
 	}
 	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate, direct} }
 	if opts.Websocket != nil {

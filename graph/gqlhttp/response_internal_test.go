@@ -65,8 +65,8 @@ func TestPlainResponseTaken(t *testing.T) {
 		{&graphql.Response{Data: []byte(`null`), Errors: gqlerror.List{{Message: "x"}}}, false},
 		{&graphql.Response{Errors: gqlerror.List{{Message: "x"}}}, false},
 	} {
-		if _, plain := appendPlain(tc.resp); plain != tc.plain {
-			t.Errorf("appendPlain(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
+		if _, plain := plainTail(tc.resp); plain != tc.plain {
+			t.Errorf("plainTail(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
 		}
 	}
 }
