@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -98,8 +99,9 @@ func restPage(t *testing.T, api *testAPI, path string) ([]models.Pet, *url.URL) 
 	return pets, next
 }
 
-// gqlPage posts query twice and decodes its data into v: both answers must be the same bytes,
-// cost one unit (extensions.cost) and take one from X-RateLimit-Remaining.
+// gqlPage posts query twice and decodes its data into v: both answers must be the same bytes
+// with their Content-Length, cost one unit (extensions.cost) and take one from
+// X-RateLimit-Remaining.
 func (api *testAPI) gqlPage(t *testing.T, query string, v any) {
 	t.Helper()
 	body, _ := json.Marshal(map[string]any{"query": query})
@@ -107,6 +109,9 @@ func (api *testAPI) gqlPage(t *testing.T, query string, v any) {
 	again := api.do(t, post("/v1/graphql", string(body)))
 	if first.status != http.StatusOK || again.body != first.body {
 		t.Fatalf("%s: got %d %.300s, then %.300s; want 200 and the same answer", query, first.status, first.body, again.body)
+	}
+	if n := first.header.Get("Content-Length"); n != strconv.Itoa(len(first.body)) {
+		t.Errorf("%s: Content-Length %q; want %d, as REST's answers have theirs", query, n, len(first.body))
 	}
 	if left := remainingOf(t, first) - remainingOf(t, again); left != 1 {
 		t.Errorf("%s: X-RateLimit-Remaining dropped by %d; want 1", query, left)
