@@ -25,7 +25,7 @@ import (
 //
 // The direct path runs no operation, field or response interceptor: NewHandler takes it only
 // without Options.Tracer; the response interceptors it installs act on errors alone, and a
-// direct answer has none.
+// direct answer has none (TestDirectSkipsNoInterceptor).
 
 // directExec is what the direct path needs of the handler: its resolver and schema, and the
 // direct answers of the operations that use no variables, made once (pages).
