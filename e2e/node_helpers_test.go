@@ -12,7 +12,7 @@ import (
 // nodePackages returns node and tools/readme-js/node_modules, the packages of the Node snippets
 // of README.md and docs/subscriptions.md. Where either is missing it skips t, naming installer
 // (what installs them), or fails it when required.
-func nodePackages(t *testing.T, required bool, installer string) (node, modules string) {
+func nodePackages(t testing.TB, required bool, installer string) (node, modules string) {
 	t.Helper()
 	modules, err := filepath.Abs("../tools/readme-js/node_modules")
 	if err != nil {
@@ -34,7 +34,7 @@ func nodePackages(t *testing.T, required bool, installer string) (node, modules 
 
 // startNodeSnippet runs snippet as subscribe.mjs with node, in a directory of its own whose
 // node_modules is modules, with env; it is stopped when t ends.
-func startNodeSnippet(t *testing.T, node, modules, snippet string, env []string) *lineProcess {
+func startNodeSnippet(t testing.TB, node, modules, snippet string, env []string) *lineProcess {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {
