@@ -1,12 +1,12 @@
 // Package e2e holds the service's end-to-end tests: each drives the real wiring (app.New behind
 // httptest, or the program itself as a child process) through its public surface, on both stores
 // where the behaviour concerns storage. Files are named by what they show: rest_, graphql_,
-// idempotency_, ratelimit_, paging_, subscriptions_, pages_, tracing_, ops_ (start-up,
+// idempotency_, ratelimit_, paging_, subscriptions_, webpages_ (the playground and the REST reference), tracing_, ops_ (start-up,
 // shutdown, outages, Galera, the cluster and the image) and docs_ (the README's snippets, run
-// as written). Shared helpers: harness_test.go (the
-// API in process), process_test.go (the program as a child process), subscriptions_server_test.go
-// (a live server) and the WebSocket and SSE clients of subscriptions_client*_test.go and
-// subscriptions_raw_test.go.
+// as written). Files that hold no test but what tests share end in _helpers_test.go:
+// harness_helpers_test.go (the API in process), process_helpers_test.go (the program as a child
+// process), subscriptions_server_helpers_test.go (a live server), the WebSocket and SSE clients
+// of subscriptions_client*_helpers_test.go and subscriptions_raw_helpers_test.go, and others.
 //
 // Most tests call t.Parallel: each has its own database, Redis key prefix and servers, and most
 // of their time goes in waiting (on timers, servers, a browser). Those that touch what the whole

@@ -12,8 +12,7 @@ import (
 // coderConn is a coder/websocket connection as gqlgen's own adapter
 // (transport.CoderWebsocketImplementation) makes it, but for the connection being at hand.
 // wsConn, which embeds it, is the transport.WebsocketConn: it reads and writes whole messages
-// with it (readMessage, writeText) to check each, and writes the events of a subscription as
-// they are (writeNext).
+// with it (readMessage, writeText) to check each.
 type coderConn struct {
 	ws *coderws.Conn
 

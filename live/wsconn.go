@@ -82,16 +82,11 @@ func (c *wsConn) WriteJSON(v any) error {
 	return err
 }
 
-// write writes v: the events of a subscription (next messages) without marshalling their
-// payload again, the same bytes as json.Marshal writes; other messages marshalled, and noted
-// by the protocol's state before the peer can see them (and reuse their id). Once closeWith
+// write writes v marshalled, noted by the protocol's state before the peer can see them (and reuse their id). Once closeWith
 // chose the close, a complete is dropped: gqlgen completes each operation as the connection
 // ends, and a complete before a Retryable close would end the subscription for the client
 // instead of letting it resume; the close frame says why.
 func (c *wsConn) write(v any) error {
-	if payload, id, ok := nextMessage(v); ok {
-		return c.writeNext(payload, id)
-	}
 	b, err := json.Marshal(v)
 	if err != nil {
 		return err

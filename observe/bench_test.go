@@ -66,13 +66,6 @@ func BenchmarkRequestLog(b *testing.B) {
 	benchServe(b, benchRouter(b, benchLog(slog.LevelInfo).Middleware))
 }
 
-// BenchmarkRequestLogSlog is BenchmarkRequestLog with the lines written by slog's JSON
-// handler (NewLogHandler): the generic path that NewJSONLogHandler bypasses.
-func BenchmarkRequestLogSlog(b *testing.B) {
-	rl := NewRequestLog(slog.New(NewLogHandler(slog.NewJSONHandler(io.Discard, nil))))
-	benchServe(b, benchRouter(b, rl.Middleware))
-}
-
 // BenchmarkRequestLogOff adds RequestLog.Middleware with its lines disabled by level: the
 // cost of the request ID alone.
 func BenchmarkRequestLogOff(b *testing.B) {

@@ -1,18 +1,9 @@
 package observe
 
 import (
-	"bytes"
-	"context"
-	"encoding/json"
 	"log/slog"
-	"math"
-	"math/rand/v2"
-	"reflect"
-	"slices"
-	"strconv"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestRequestLogLine(t *testing.T) {
@@ -121,89 +112,5 @@ func TestLongPathTruncated(t *testing.T) {
 	}
 	if p, _ := l[0]["path"].(string); len(p) != maxLoggedPath+len("...") || !strings.HasSuffix(p, "...") {
 		t.Errorf("logged path: got %d bytes; want %d ending in ...", len(p), maxLoggedPath+3)
-	}
-}
-
-// TestRequestLineAsSlogWritesIt writes request lines, hostile ones among them, both ways: by
-// hand (NewJSONLogHandler's path) and through slog's JSON handler. Both must be one JSON object
-// per line with the same fields and values, in the same order.
-func TestRequestLineAsSlogWritesIt(t *testing.T) {
-	at := time.Date(2026, 11, 23, 23, 53, 23, 377698652, time.UTC)
-	lines := []requestLine{
-		{method: "GET", route: "/v1/pets", path: "/v1/pets", status: 200, duration: 2085 * time.Microsecond,
-			bytes: 1131, id: "292c90ff5e0491760bb541439ffce590", client: "127.0.0.1", keyID: 2},
-		{method: "POST", route: "unmatched", path: `/v1/"quoted"\back<>&` + "\x00\x1f\u2028\xff", status: 404,
-			bytes: 0, id: "id with \"quotes\" and \n newline", client: "2001:db8::1"},
-		{method: "M\u00e9THOD", route: "/v1/pets/:petId", path: "/v1/pets/%F0%9F%90%B6", status: 500,
-			duration: 3*time.Second + time.Microsecond, bytes: 12, id: "x", client: "unix"},
-		{method: "GET", route: "/v1/pets", path: "/", status: 200, duration: 0, id: "", client: ""},
-		{method: "GET", route: "/v1/pets", path: "/v1/pets", status: 200, id: "r", client: "127.0.0.1",
-			traceID: "4bf92f3577b34da6a3ce929d0e0e4736", keyID: 7},
-	}
-	for i, l := range lines {
-		for _, level := range []slog.Level{slog.LevelInfo, slog.LevelError, slog.LevelDebug} {
-			var viaSlog bytes.Buffer
-			rec := slog.NewRecord(at, level, "request", 0)
-			rec.AddAttrs(l.attrs()...)
-			if err := slog.NewJSONHandler(&viaSlog, &slog.HandlerOptions{Level: slog.LevelDebug}).Handle(context.Background(), rec); err != nil {
-				t.Fatal(err)
-			}
-			byHand := l.appendJSON(nil, at, level)
-			if !bytes.HasSuffix(byHand, []byte("\n")) || bytes.Count(byHand, []byte("\n")) != 1 {
-				t.Errorf("line %d: not one line: %q", i, byHand)
-			}
-			got, want := orderedFields(t, byHand), orderedFields(t, viaSlog.Bytes())
-			if !slices.EqualFunc(got, want, func(a, b field) bool { return a.name == b.name && reflect.DeepEqual(a.value, b.value) }) {
-				t.Errorf("line %d at %v:\nby hand %s\nslog    %s", i, level, byHand, viaSlog.Bytes())
-			}
-		}
-	}
-}
-
-type field struct {
-	name  string
-	value any
-}
-
-// orderedFields decodes the JSON object of line into its fields, in order.
-func orderedFields(t *testing.T, line []byte) []field {
-	t.Helper()
-	dec := json.NewDecoder(bytes.NewReader(line))
-	var fields []field
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		t.Fatalf("%s: not a JSON object: %v", line, err)
-	}
-	for dec.More() {
-		name, err := dec.Token()
-		if err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-		var v any
-		if err := dec.Decode(&v); err != nil {
-			t.Fatalf("%s: %v", line, err)
-		}
-		fields = append(fields, field{name.(string), v})
-	}
-	return fields
-}
-
-// TestAppendMillis checks that appendMillis writes what strconv.AppendFloat writes for the
-// durations of requests, and beyond.
-func TestAppendMillis(t *testing.T) {
-	check := func(us int64) {
-		if got, want := appendMillis(nil, us), strconv.AppendFloat(nil, float64(us)/1000, 'f', -1, 64); string(got) != string(want) {
-			t.Fatalf("appendMillis(%d): got %s; want %s", us, got, want)
-		}
-	}
-	for us := int64(0); us < 200_000; us++ {
-		check(us)
-	}
-	r := rand.New(rand.NewPCG(1, 2))
-	for range 1_000_000 {
-		check(r.Int64N(1e15))
-		check(r.Int64N(1 << 62))
-	}
-	for _, us := range []int64{1e15 - 1, 1e15, 1e15 + 1, -1, -1001, math.MaxInt64, math.MinInt64} {
-		check(us)
 	}
 }

@@ -4,9 +4,7 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
 
@@ -102,14 +100,6 @@ func decodeNewPet(r *http.Request) (models.NewPet, error) {
 	if err != nil {
 		return models.NewPet{}, err
 	}
-	if pet, ok := plainNewPet(body); ok {
-		return pet, nil
-	}
-	return fullNewPet(body)
-}
-
-// fullNewPet reads body as jsonbody.Decode reads every body.
-func fullNewPet(body []byte) (models.NewPet, error) {
 	var in newPetBody
 	if err := jsonbody.Decode(body, &in); err != nil {
 		return models.NewPet{}, err
@@ -136,107 +126,4 @@ func readJSON(r *http.Request) ([]byte, error) {
 		}
 	}
 	return jsonbody.Read(r.Body, r.ContentLength)
-}
-
-// plainNewPet reads a body of POST /v1/pets in the form clients send: one object of the
-// members name (a string without escapes), categoryId (an integer) and status (a valid
-// status), each at most once, in any order. For anything else it reports false, and
-// fullNewPet reads the body; for a body it takes, it returns what fullNewPet returns
-// (FuzzDecodeNewPet compares them), without the reflective decoder's cost.
-func plainNewPet(b []byte) (pet models.NewPet, ok bool) {
-	i := skipSpace(b, 0)
-	if i == len(b) || b[i] != '{' {
-		return pet, false
-	}
-	i = skipSpace(b, i+1)
-	if i < len(b) && b[i] == '}' {
-		return pet, skipSpace(b, i+1) == len(b)
-	}
-	var seen [len(newPetMembers)]bool
-	for {
-		name, j, ok := plainString(b, i)
-		k := slices.Index(newPetMembers[:], string(name))
-		if !ok || k < 0 || seen[k] {
-			return pet, false
-		}
-		seen[k] = true
-		if i = skipSpace(b, j); i == len(b) || b[i] != ':' {
-			return pet, false
-		}
-		i = skipSpace(b, i+1)
-		var s []byte
-		switch k {
-		case 0:
-			s, j, ok = plainString(b, i)
-			pet.Name = string(s)
-		case 1:
-			pet.CategoryID, j, ok = plainInt(b, i)
-		case 2:
-			s, j, ok = plainString(b, i)
-			var st models.PetStatus
-			if st, ok = models.LookupPetStatus(s); ok {
-				pet.Status = &st
-			}
-		}
-		if !ok {
-			return pet, false
-		}
-		switch i = skipSpace(b, j); {
-		case i == len(b):
-			return pet, false
-		case b[i] == ',':
-			i = skipSpace(b, i+1)
-		case b[i] == '}':
-			return pet, skipSpace(b, i+1) == len(b)
-		default:
-			return pet, false
-		}
-	}
-}
-
-// newPetMembers are the members plainNewPet reads, in the order of its cases.
-var newPetMembers = [...]string{"name", "categoryId", "status"}
-
-// skipSpace returns the index of the first byte of b from i that is not JSON whitespace.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// plainString reads the JSON string at b[i:] when it has no escapes and is valid UTF-8: its
-// text and the index after it.
-func plainString(b []byte, i int) ([]byte, int, bool) {
-	if i == len(b) || b[i] != '"' {
-		return nil, i, false
-	}
-	for j := i + 1; j < len(b); j++ {
-		switch c := b[j]; {
-		case c == '"':
-			s := b[i+1 : j]
-			return s, j + 1, utf8.Valid(s)
-		case c == '\\' || c < 0x20:
-			return nil, i, false
-		}
-	}
-	return nil, i, false
-}
-
-// plainInt reads the JSON integer at b[i:] (no fraction, no exponent) when it fits an int64:
-// its value and the index after it.
-func plainInt(b []byte, i int) (int64, int, bool) {
-	j := i
-	if j < len(b) && b[j] == '-' {
-		j++
-	}
-	start := j
-	for j < len(b) && b[j] >= '0' && b[j] <= '9' {
-		j++
-	}
-	if j == start || (b[start] == '0' && j > start+1) || (j < len(b) && (b[j] == '.' || b[j] == 'e' || b[j] == 'E')) {
-		return 0, i, false
-	}
-	n, err := strconv.ParseInt(string(b[i:j]), 10, 64)
-	return n, j, err == nil
 }

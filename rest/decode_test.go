@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,8 +58,7 @@ func FuzzListParams(f *testing.F) {
 }
 
 // FuzzDecodeNewPet checks that any body either decodes into a NewPet that JSON carried
-// exactly, or is refused with a 4xx error; never a panic or a 5xx; and that a body the fast
-// reader takes reads the same through the full decoder.
+// exactly, or is refused with a 4xx error; never a panic or a 5xx.
 func FuzzDecodeNewPet(f *testing.F) {
 	for _, seed := range []string{` { "status" : "pending" ,"categoryId":-5, "name":"Ré 🐶" } `, `{}`, `{"categoryId":01}`,
 		`{"categoryId":1,}`, `{"name":"a\u0041"}`, `{"status":"Sold"}`, `{"categoryId":2,"categoryId":2}`, "{\"name\":\"a\tb\"}", `{"name":"Rex","categoryId":1}`, `{"name":"Rex","categoryId":1,"status":"sold"}`,
@@ -75,11 +73,6 @@ func FuzzDecodeNewPet(f *testing.F) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/pets", strings.NewReader(body))
 		r.Header.Set("Content-Type", contentType)
 		r.Body = http.MaxBytesReader(httptest.NewRecorder(), r.Body, jsonbody.MaxBytes)
-		if plain, ok := plainNewPet([]byte(body)); ok {
-			if full, err := fullNewPet([]byte(body)); err != nil || !reflect.DeepEqual(plain, full) {
-				t.Fatalf("plainNewPet(%q) = %+v; fullNewPet: %+v, %v", body, plain, full, err)
-			}
-		}
 		pet, err := decodeNewPet(r)
 		if err != nil {
 			if s := apierr.From(err).Status(); s < 400 || s > 499 {

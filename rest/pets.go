@@ -50,7 +50,10 @@ func listPets(p PetPager, immutable bool) gin.HandlerFunc {
 				cc = etag.Immutable
 			}
 		}
-		writeValidated(c, models.AppendPetsJSON(nil, pets), link, cc)
+		if pets == nil {
+			pets = []models.Pet{} // a page without pets is [], never null
+		}
+		writeValidated(c, marshalJSON(pets), link, cc)
 	}
 }
 
@@ -68,7 +71,7 @@ func createPet(m graph.MutationResolver) gin.HandlerFunc {
 			return
 		}
 		c.Header("Location", "/v1/pets/"+strconv.FormatInt(pet.ID, 10))
-		writeJSON(c, http.StatusCreated, pet.AppendJSON(nil))
+		writeJSON(c, http.StatusCreated, marshalJSON(pet))
 	}
 }
 
@@ -90,7 +93,7 @@ func getPet(q graph.QueryResolver, immutable bool) gin.HandlerFunc {
 			writeError(c, err)
 			return
 		}
-		writeValidated(c, pet.AppendJSON(nil), nil, cc)
+		writeValidated(c, marshalJSON(pet), nil, cc)
 	}
 }
 

@@ -60,30 +60,7 @@ type Limiter interface {
 // reference, GraphQL schema), /healthz, /readyz and /metrics; / sends a browser to the
 // reference and tells an API client where the API is.
 func NewRouter(d Deps) *gin.Engine {
-	gin.SetMode(gin.ReleaseMode)
-	r := gin.New()
-	r.RedirectTrailingSlash = false
-	r.RedirectFixedPath = false
-	r.HandleMethodNotAllowed = true
-	r.ContextWithFallback = true
-	_ = r.SetTrustedProxies(nil) // c.ClientIP() is the peer: the client address is clientaddr's
-	// The span first, so that it covers the whole request and the log line carries its trace
-	// ID; then the client address, read by the log and the limiter alike; then observation,
-	// before recovery, so that it sees every request and the 500 of a recovered panic, and
-	// every later log line carries the request ID.
-	if d.Trace != nil {
-		r.Use(d.Trace)
-	}
-	if d.ClientAddr != nil {
-		r.Use(d.ClientAddr)
-	}
-	if d.RequestLog != nil {
-		r.Use(d.RequestLog)
-	}
-	if d.Metrics != nil {
-		r.Use(d.Metrics.Middleware)
-	}
-	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
+	r := newEngine(d)
 	// Unknown paths and methods under /v1 are API answers too: identified and charged, so that
 	// they carry the rate-limit headers, but answered without requiring a key. / is answered
 	// uncharged, like the pages it leads to.
@@ -96,8 +73,40 @@ func NewRouter(d Deps) *gin.Engine {
 	if d.Metrics != nil && !d.MetricsOff {
 		get(r, "/metrics", gin.WrapH(d.Metrics.Handler()))
 	}
-
 	v1 := r.Group("/v1")
+	webpageRoutes(v1, d)
+	apiRoutes(v1, d, ident)
+	return r
+}
+
+// newEngine returns the gin engine with the middleware every request goes through: the span
+// first, so that it covers the whole request and the log line carries its trace ID; then the
+// client address, read by the log and the limiter alike; then observation, before recovery,
+// so that it sees every request and the 500 of a recovered panic, and every later log line
+// carries the request ID; then recovery.
+func newEngine(d Deps) *gin.Engine {
+	gin.SetMode(gin.ReleaseMode)
+	r := gin.New()
+	r.RedirectTrailingSlash = false
+	r.RedirectFixedPath = false
+	r.HandleMethodNotAllowed = true
+	r.ContextWithFallback = true
+	_ = r.SetTrustedProxies(nil) // c.ClientIP() is the peer: the client address is clientaddr's
+	for _, m := range []gin.HandlerFunc{d.Trace, d.ClientAddr, d.RequestLog} {
+		if m != nil {
+			r.Use(m)
+		}
+	}
+	if d.Metrics != nil {
+		r.Use(d.Metrics.Middleware)
+	}
+	r.Use(gin.CustomRecoveryWithWriter(nil, recovered))
+	return r
+}
+
+// webpageRoutes routes what /v1 serves without a key: the OpenAPI document, the playground,
+// the REST reference and the GraphQL schema.
+func webpageRoutes(v1 *gin.RouterGroup, d Deps) {
 	get(v1, "/openapi.json", func(c *gin.Context) { c.Data(http.StatusOK, "application/json", d.OpenAPI) })
 	if d.Playground != nil {
 		get(v1, "/playground", gin.WrapH(d.Playground))
@@ -110,9 +119,11 @@ func NewRouter(d Deps) *gin.Engine {
 	if d.SDL != nil {
 		get(v1, "/graphql/schema.graphql", serveSDL(d.SDL))
 	}
+}
 
-	// Every API route: identify and charge, refuse oversized requests and the unidentified,
-	// bound the body.
+// apiRoutes routes the operations of /v1, each behind ident (identify and charge), then the
+// refusal of oversized requests and of the unidentified, and the body's bound.
+func apiRoutes(v1 *gin.RouterGroup, d Deps, ident []gin.HandlerFunc) {
 	chain := slices.Concat(ident, []gin.HandlerFunc{limitRequest, auth.Require, limitBody})
 	api := v1.Group("", chain...)
 	q, m := d.Resolver.Query(), d.Resolver.Mutation()
@@ -125,10 +136,14 @@ func NewRouter(d Deps) *gin.Engine {
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	get(v1, "/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
 	get(api, "/store/orders", listOrders)
-	// An operation over HTTP is charged what it costs, once the GraphQL handler knows; a
-	// WebSocket upgrade or an event stream one request as it opens, its operations what they
-	// cost past that (live). A WebSocket upgrade is identified and charged, but its key may
-	// come in connection_init: one without a key is charged there, to the key.
+	graphqlRoutes(v1, d)
+}
+
+// graphqlRoutes routes /v1/graphql. An operation over HTTP is charged what it costs, once the
+// GraphQL handler knows; a WebSocket upgrade or an event stream one request as it opens, its
+// operations what they cost past that (live). A WebSocket upgrade is identified and charged,
+// but its key may come in connection_init: one without a key is charged there, to the key.
+func graphqlRoutes(v1 *gin.RouterGroup, d Deps) {
 	metered := func(r *http.Request) bool { return !isUpgrade(r) && (d.Streams == nil || !d.Streams(r)) }
 	gql := slices.Concat(identify(d, d.Keyless, metered), []gin.HandlerFunc{limitRequest, requireOrUpgrade(d.Upgrade), limitBody,
 		gin.WrapH(d.GraphQL)})
@@ -141,7 +156,6 @@ func NewRouter(d Deps) *gin.Engine {
 		post = slices.Insert(post, 0, d.Stream)
 	}
 	v1.POST("/graphql", slices.Concat(identify(d, nil, metered), []gin.HandlerFunc{limitRequest, auth.Require, limitBody}, post)...)
-	return r
 }
 
 // get routes GET and HEAD on path to handlers: a HEAD is answered as its GET, identified,
