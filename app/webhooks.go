@@ -29,8 +29,8 @@ type hooks struct {
 }
 
 // newWebhooks returns the webhook endpoints and dispatcher of cfg on db, with the
-// dispatcher's metrics registered, and makes every pet petStore creates write its outbox row
-// and wake the dispatcher once it committed.
+// dispatcher's metrics registered, and makes every pet petStore creates, while an endpoint
+// exists (webhooks.Active), write its outbox row and wake the dispatcher once it committed.
 func newWebhooks(cfg config.Config, db *store.DB, petStore *pets.Store, metrics *observe.Metrics, o options) (hooks, error) {
 	w := cfg.Webhooks
 	addrs := webhooks.Addresses{Resolver: o.resolver, AllowPrivate: w.AllowPrivate}
@@ -43,6 +43,6 @@ func newWebhooks(cfg config.Config, db *store.DB, petStore *pets.Store, metrics 
 	if err := metrics.Register(d.Metrics.Collectors()...); err != nil {
 		return hooks{}, err
 	}
-	petStore.Outbox(d.Wake)
-	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, w.SecretGrace, cfg.DBTimeout), dispatcher: d}, nil
+	petStore.Outbox(d.Wake, d.Active.On)
+	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, w.SecretGrace, cfg.DBTimeout, d.Active), dispatcher: d}, nil
 }

@@ -18,7 +18,7 @@ const (
 )
 
 // fanOut takes up to fanOutBatch rows of the outbox, queues one delivery of each to every
-// enabled endpoint subscribed to pet.created and registered by the time the pet was, claimed
+// enabled endpoint subscribed to pet.created whose after_id is below the pet's id, claimed
 // by this instance, and deletes the rows, in one transaction. It returns the deliveries to
 // send and how many rows it took.
 func (d *Dispatcher) fanOut(ctx context.Context) ([]job, int, error) {
@@ -41,11 +41,11 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, int, error) {
 		}
 		var endpoints []struct {
 			EndpointState
-			ID        string
-			URL       string
-			CreatedAt time.Time
+			ID      string
+			URL     string
+			AfterID int64
 		}
-		err := tx.Raw("SELECT id, url, secret, old_secret, old_secret_until, failing_since, created_at FROM webhook_endpoints"+
+		err := tx.Raw("SELECT id, url, secret, old_secret, old_secret_until, failing_since, after_id FROM webhook_endpoints"+
 			" WHERE disabled_at IS NULL AND events LIKE ?", "%"+PetCreated+"%").Scan(&endpoints).Error
 		if err != nil {
 			return err
@@ -67,7 +67,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, int, error) {
 		var ds []newDelivery
 		for _, ev := range events {
 			for _, e := range endpoints {
-				if pet, ok := byID[ev.PetID]; ok && !e.CreatedAt.After(ev.CreatedAt) {
+				if pet, ok := byID[ev.PetID]; ok && ev.PetID > e.AfterID {
 					ds = append(ds, newDelivery{endpoint: e.ID, pet: ev.PetID, at: ev.CreatedAt})
 					jobs = append(jobs, job{EndpointID: e.ID, PetID: pet.ID, EventAt: ev.CreatedAt, URL: e.URL, EndpointState: e.EndpointState,
 						Name: pet.Name, CategoryID: pet.CategoryID, Status: pet.Status})

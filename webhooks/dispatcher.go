@@ -55,16 +55,18 @@ type Dispatcher struct {
 	slots    chan struct{} // one per delivery in flight
 	results  chan result
 	Metrics  *Metrics
+	Active   *Active // whether pets write their outbox rows
 	inflight sync.WaitGroup
 }
 
-// NewDispatcher returns the Dispatcher of db with opts.
+// NewDispatcher returns the Dispatcher of db with opts, its Active read from db.
 func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
 	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
-		results: make(chan result, maxInFlight), Metrics: newMetrics()}
+		results: make(chan result, maxInFlight), Metrics: newMetrics(),
+		Active: &Active{warmUp: opts.Poll + 2*opts.DBTimeout + time.Second}}
 	d.client = &http.Client{
 		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true},
@@ -77,6 +79,7 @@ func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher
 		}
 		d.lock = lockClause(version)
 	}
+	d.refresh(ctx)
 	return d, nil
 }
 
@@ -106,10 +109,13 @@ const coalesce = 20 * time.Millisecond
 
 // Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
 // outbox into deliveries and sends them; every poll it also claims the due ones (retries,
-// and deliveries whose instance died), and reads the outbox left by other instances.
+// and deliveries whose instance died), and reads the outbox left by other instances. Beside
+// it, every poll, Active is read anew and the endpoints past their warm-up caught up.
 func (d *Dispatcher) Run(ctx context.Context) {
-	var writer sync.WaitGroup
+	var writer, watcher sync.WaitGroup
 	writer.Go(func() { d.writeResults() })
+	watcher.Go(func() { d.watch(ctx) })
+	defer watcher.Wait()
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
 	var lastAge time.Time

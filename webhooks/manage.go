@@ -86,7 +86,7 @@ const ReplayBatch = 1000
 
 // Replay queues, for the endpoint id of the key keyID, a new delivery of pet.created for each
 // pet after the cursor after, at most ReplayBatch of them, and enables the endpoint again if
-// it was disabled. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint
+// it was disabled: from the highest pet id on, caught up after its warm-up as a new one. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint
 // NOT_FOUND.
 func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *string) (Replayed, error) {
 	var r Replayed
@@ -120,8 +120,20 @@ func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *s
 		if r.Queued = len(ids); r.Queued > 0 {
 			r.Cursor = new(models.EncodeCursor(ids[len(ids)-1]))
 		}
+		var last int64
+		if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM pets").Scan(&last).Error; err != nil {
+			return err
+		}
+		err := tx.Exec("UPDATE webhook_endpoints SET after_id = ?, catch_up_at = ? WHERE id = ? AND disabled_at IS NOT NULL",
+			last, now.Add(s.active.WarmUp()), id).Error
+		if err != nil {
+			return err
+		}
 		return tx.Exec("UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL WHERE id = ?", id).Error
 	})
+	if err == nil {
+		s.active.on.Store(true)
+	}
 	return r, apiError(err)
 }
 

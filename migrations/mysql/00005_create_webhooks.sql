@@ -3,7 +3,9 @@
 -- registered; secret is the signing secret (whsec_…, kept in clear: every delivery is signed
 -- with it), old_secret the one a rotation replaced, still signing until old_secret_until;
 -- failing_since is when its deliveries began to fail without a success since, disabled_at
--- when it failed for the whole retry schedule and was disabled.
+-- when it failed for the whole retry schedule and was disabled. It gets the pets above
+-- after_id, the highest id when it was registered or enabled; catch_up_at is when its
+-- warm-up ends, to queue the pets written without an outbox row meanwhile (NULL once done).
 CREATE TABLE webhook_endpoints (
   id               VARCHAR(40)   CHARACTER SET ascii NOT NULL,
   key_id           BIGINT        NOT NULL,
@@ -15,12 +17,15 @@ CREATE TABLE webhook_endpoints (
   created_at       DATETIME(6)   NOT NULL,
   failing_since    DATETIME(6)   NULL,
   disabled_at      DATETIME(6)   NULL,
+  after_id         BIGINT        NOT NULL DEFAULT 0,
+  catch_up_at      DATETIME(6)   NULL,
   PRIMARY KEY (id),
   KEY idx_webhook_endpoints_key_id (key_id, created_at)
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_bin;
 
--- The outbox: one row per pet added, written in the pet's own transaction, turned into one
--- delivery per subscribed endpoint and deleted (webhooks.Dispatcher).
+-- The outbox: one row per pet added while an endpoint exists (webhooks.Active), written in
+-- the pet's own transaction, turned into one delivery per subscribed endpoint and deleted
+-- (webhooks.Dispatcher).
 CREATE TABLE webhook_outbox (
   id         BIGINT      NOT NULL AUTO_INCREMENT,
   pet_id     BIGINT      NOT NULL,

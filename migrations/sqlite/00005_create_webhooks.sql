@@ -10,7 +10,9 @@ CREATE TABLE webhook_endpoints (
   old_secret_until DATETIME NULL,
   created_at       DATETIME NOT NULL,
   failing_since    DATETIME NULL,
-  disabled_at      DATETIME NULL
+  disabled_at      DATETIME NULL,
+  after_id         INTEGER NOT NULL DEFAULT 0,
+  catch_up_at      DATETIME NULL
 );
 CREATE INDEX idx_webhook_endpoints_key_id ON webhook_endpoints (key_id, created_at);
 

@@ -27,6 +27,7 @@ type Store struct {
 	settle     *store.Settler // on MySQL (db.Settler), else nil
 	pages      *PageCache     // nil: every page is read
 	outbox     func()         // nil: no outbox rows; else told of each one once it committed
+	active     func() bool    // whether the outbox is written now (an endpoint exists)
 	prepared   preparedInserts
 }
 
@@ -45,12 +46,13 @@ func New(db *store.DB, timeout time.Duration, pages *PageCache) *Store {
 	return s
 }
 
-// Outbox makes every pet created write its row of the webhooks outbox in its own
-// transaction, so that a pet whose creation answered is delivered even when the instance
-// dies right after; committed is called once each such row committed (to wake the
-// dispatcher). It returns s.
-func (s *Store) Outbox(committed func()) *Store {
-	s.outbox = committed
+// Outbox makes every pet created while active reports true write its row of the webhooks
+// outbox in its own transaction, so that a pet whose creation answered is delivered even
+// when the instance dies right after; committed is called once each such row committed (to
+// wake the dispatcher). While active reports false a pet is the one INSERT it is without
+// webhooks. It returns s.
+func (s *Store) Outbox(committed func(), active func() bool) *Store {
+	s.outbox, s.active = committed, active
 	return s
 }
 
@@ -71,7 +73,8 @@ const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT IN
 
 // Create stores the pet that input describes, which the caller has validated
 // (models.NewPet.Validate), on the transaction of ctx if it carries one (store.WithTx), with
-// its outbox row when Outbox is on (in a transaction of its own when ctx carries none).
+// its outbox row when Outbox is on and active (in a transaction of its own when ctx carries
+// none).
 // Outside a transaction the INSERT runs again while the server rolls it back (store.Retry,
 // store.TransactSQL), all attempts within the statement timeout; inside one the transaction's
 // owner runs it all again (store.Transact). A connection lost under the INSERT is UNAVAILABLE
@@ -79,6 +82,7 @@ const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT IN
 // enough to make it late is told to the page cache (PageCache.committed).
 func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
 	pet, start := input.Pet(), time.Now()
+	outbox := s.outbox != nil && s.active()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	insert := func(ctx context.Context) error {
@@ -87,7 +91,7 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 		if err == nil {
 			pet.ID, err = res.LastInsertId()
 		}
-		if err == nil && s.outbox != nil {
+		if err == nil && outbox {
 			_, err = conn.ExecContext(ctx, outboxSQL, pet.ID, start.UTC())
 		}
 		return err
@@ -96,7 +100,7 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 	switch {
 	case store.InTx(ctx):
 		err = insert(ctx)
-	case s.outbox != nil:
+	case outbox:
 		err = s.insertWithOutbox(ctx, &pet, start)
 	default:
 		err = store.Retry(ctx, insert)
@@ -104,7 +108,7 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 	if err != nil {
 		return nil, store.WriteError(err)
 	}
-	if s.outbox != nil {
+	if outbox {
 		store.OnCommit(ctx, s.outbox)
 	}
 	if s.pages != nil && s.settle != nil { // on SQLite every write commits in id order
