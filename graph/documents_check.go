@@ -25,14 +25,16 @@ type CheckedDocument struct {
 }
 
 // CheckDocument parses and validates body against the schema, and checks it against the bounds
-// of opts as the handler checks a document sent as text: the document bounds, the token limit,
-// and each operation's depth, complexity and root fields, variables left to their defaults
-// (the handler checks the complexity again with each request's variables). It returns the
+// of opts as the handler checks a document sent as text: the document bounds, the token limit, and each operation's depth, complexity (list fields priced
+// as the handler prices them) and root fields, variables left to their defaults (the handler
+// checks the complexity again with each request's variables). It returns the
 // document with its cost, or an error that lists what is wrong, one problem a line.
 func CheckDocument(opts Options, body string) (CheckedDocument, error) {
 	opts = opts.withDefaults()
 	ctx := context.Background()
-	es := NewExecutableSchema(Config{})
+	cfg := Config{}
+	setCosts(&cfg.Complexity) // the handler's: list fields priced by their page size
+	es := NewExecutableSchema(cfg)
 	bounds := guard.NewDocumentBounds(graphql.NoCache[*ast.QueryDocument]{}, opts.TokenLimit).(graphql.OperationParameterMutator)
 	if err := bounds.MutateOperationParameters(ctx, &graphql.RawParams{Query: body}); err != nil {
 		return CheckedDocument{}, documentError(gqlerror.List{err})
