@@ -12,7 +12,7 @@ import (
 // hostile manifest: ids too long or outside the allowed characters (unicode, control
 // characters), an id given two bodies across the manifests of one add, bodies that are not
 // strings, and documents the server would refuse as text: over the complexity limit, the
-// token limit, the root-field or definition bounds;
+// token limit, the root-field or definition bounds, or the size of a request body;
 // a mutation of two fields. It stores nothing of them.
 func TestDocumentsAddAttacks(t *testing.T) {
 	var complex strings.Builder // 7 pages of 100 pets of 3 fields: a complexity of 7 * 301
@@ -27,6 +27,7 @@ func TestDocumentsAddAttacks(t *testing.T) {
 		defs.WriteString("query Q" + strings.Repeat("x", i) + " { __typename } ")
 	}
 	tokens := "{ pets(limit: 1) { id " + strings.Repeat("id ", 10_000) + "} }"
+	big := "# " + strings.Repeat("x", 1<<20) + "\n{ pets { id } }"
 	twoMutations := `mutation { a: createPet(input: {name: "a", categoryId: "1"}) { id } b: createPet(input: {name: "b", categoryId: "1"}) { id } }`
 	refused := []struct {
 		name      string
@@ -45,6 +46,7 @@ func TestDocumentsAddAttacks(t *testing.T) {
 		{"too many definitions", []string{jsonBody(map[string]string{"defs": defs.String()})}, `document "defs"`},
 		{"too many tokens", []string{jsonBody(map[string]string{"tokens": tokens})}, `document "tokens"`},
 		{"two mutation fields", []string{jsonBody(map[string]string{"two": twoMutations})}, `document "two"`},
+		{"larger than a request body", []string{jsonBody(map[string]string{"big": big})}, `document "big"`},
 	}
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 
 	"petstore/documents"
 	"petstore/graph/guard"
+	"petstore/internal/jsonbody"
 )
 
 // CheckedDocument is a document that CheckDocument found the handler would run.
@@ -25,12 +26,16 @@ type CheckedDocument struct {
 }
 
 // CheckDocument parses and validates body against the schema, and checks it against the bounds
-// of opts as the handler checks a document sent as text: the document bounds, the token limit, and each operation's depth, complexity (list fields priced
+// of opts as the handler checks a document sent as text: the size of a request body, the
+// document bounds, the token limit, and each operation's depth, complexity (list fields priced
 // as the handler prices them) and root fields, variables left to their defaults (the handler
 // checks the complexity again with each request's variables). It returns the
 // document with its cost, or an error that lists what is wrong, one problem a line.
 func CheckDocument(opts Options, body string) (CheckedDocument, error) {
 	opts = opts.withDefaults()
+	if len(body) > jsonbody.MaxBytes {
+		return CheckedDocument{}, fmt.Errorf("the document has %d bytes: a request body, which holds a document sent as text, has at most %d", len(body), jsonbody.MaxBytes)
+	}
 	ctx := context.Background()
 	cfg := Config{}
 	setCosts(&cfg.Complexity) // the handler's: list fields priced by their page size
