@@ -5,12 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/documents"
 	"petstore/testkit/dbtest"
 )
 
 // TestDocumentsAddAttacks: documents add refuses, naming the document and adding none, a
 // hostile manifest: ids too long or outside the allowed characters (unicode, control
-// characters), an id given two bodies across the manifests of one add, bodies that are not
+// characters), an id given two bodies across the manifests of one add, an id that is another
+// body's SHA-256 (so that one hash would name two documents), bodies that are not
 // strings, and documents the server would refuse as text: over the complexity limit, the
 // token limit, the root-field or definition bounds, or the size of a request body;
 // a mutation of two fields. It stores nothing of them.
@@ -39,6 +41,9 @@ func TestDocumentsAddAttacks(t *testing.T) {
 		{"id of 256 characters", []string{`{"` + strings.Repeat("a", 256) + `":"{ pets { id } }"}`}, "an id has at most"},
 		{"space in an id", []string{`{"a b":"{ pets { id } }"}`}, "an id has at most"},
 		{"one id, two bodies, two manifests", []string{`{"same":"{ pets { id } }"}`, `{"same":"{ pets { name } }"}`}, "listed with another body"},
+		{"an id that is another body's hash", []string{`{"` + documents.Hash("{ pets { name } }") + `":"{ pets { id } }"}`}, "must be its body's"},
+		{"a sha256: id of another body", []string{`{"sha256:` + documents.Hash("{ pets { name } }") + `":"{ pets { id } }"}`}, "must be its body's"},
+		{"an Apollo id of another body", []string{`{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"` + documents.Hash("{ pets { name } }") + `","body":"{ pets { id } }"}]}`}, "must be its body's"},
 		{"a body that is not a string", []string{`{"n":5}`}, "neither"},
 		{"an Apollo entry without a body", []string{`{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"x"}]}`}, "has no body"},
 		{"too complex", []string{jsonBody(map[string]string{"complex": complex.String()})}, `document "complex"`},
@@ -63,6 +68,11 @@ func TestDocumentsAddAttacks(t *testing.T) {
 			}
 			if list, err := runCmd(t, dsn, "documents", "list"); err != nil || strings.Count(list, "\n") != 1 {
 				t.Errorf("documents list after refused adds: %v\n%s; want no document", err, list)
+			}
+			body := "{ pets { id } }"
+			honest := `{"sha256:` + documents.Hash(body) + `":"` + body + `","` + documents.Hash(body) + `":"` + body + `"}`
+			if out, err := runCmd(t, dsn, "documents", "add", writeManifest(t, "m.json", honest)); err != nil || !strings.Contains(out, "added 2 documents") {
+				t.Errorf("ids that are their bodies' hashes: %v\n%s; want both added", err, out)
 			}
 		})
 	}
