@@ -17,7 +17,8 @@ import (
 // and graphql-ws) or SSE runs a text that is not a listed document's byte for byte (a listed
 // subscription with a space appended, another operation, an id and a text together, an APQ
 // hash of an unlisted text, a persisted-query extension without a hash); each gets the
-// documented code, and a listed subscription sent as its exact text runs.
+// documented code; an SSE body over 1 MiB naming a document gets 413; and a listed
+// subscription sent as its exact text runs.
 func TestDocumentsLiveAttacks(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
@@ -88,6 +89,11 @@ func TestDocumentsLiveAttacks(t *testing.T) {
 	sseDoc := sse(`{"documentId":"c0ffee","query":"subscription { petAdded { cursor } }"}`)
 	if b, _ := io.ReadAll(sseDoc.Body); !strings.Contains(string(b), `"code":"INVALID_REQUEST"`) {
 		t.Errorf("SSE, a top-level documentId and a query: %s; want INVALID_REQUEST", b)
+	}
+
+	huge := sse(`{"documentId":"c0ffee","variables":{"x":"` + strings.Repeat("a", 2<<20) + `"}}`) // read whole to move its documentId
+	if b, _ := io.ReadAll(huge.Body); huge.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Errorf("SSE, a documentId in a body of 2 MiB: %d %.200s; want 413", huge.StatusCode, b)
 	}
 
 	// The listed subscription, sent as its exact text, runs on both.
