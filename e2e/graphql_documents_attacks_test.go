@@ -51,7 +51,8 @@ func jsonBody(v any) string {
 // or documentId that differs in case or prefix, an APQ registration of another text under a
 // listed hash, a batch, multipart, hostile ids); each is refused with the documented code and
 // status and charged 1. What a listed document may vary (its variables, which of its operations
-// runs) it does, at its stored cost; a listed mutation by GET gets 405.
+// runs) it does, at its stored cost; a listed mutation by GET gets 405, and one without its
+// variables or operation the error of any request that cannot run.
 func TestDocumentsAttacksHTTP(t *testing.T) {
 	hash := documents.Hash(listPetsBody)
 	apq := func(query, h string) string {
@@ -68,6 +69,10 @@ func TestDocumentsAttacksHTTP(t *testing.T) {
 	idRequired := gqlAnswer{status: 400, code: "PERSISTED_QUERY_ID_REQUIRED", cost: 1}
 	notSafe := gqlAnswer{status: 403, code: "QUERY_NOT_IN_SAFELIST", cost: 1}
 	invalid := gqlAnswer{status: 400, code: "INVALID_REQUEST", cost: 1}
+	accept := func(r request) request {
+		r.header = http.Header{"Accept": {"application/graphql-response+json"}}
+		return r
+	}
 	both := func(a gqlAnswer) map[graph.DocumentsMode]gqlAnswer {
 		return map[graph.DocumentsMode]gqlAnswer{graph.DocumentsListed: a, graph.DocumentsIDs: a}
 	}
@@ -99,6 +104,11 @@ func TestDocumentsAttacksHTTP(t *testing.T) {
 		{"operationName picks a listed operation", post("/v1/graphql", `{"documentId":"multi","operationName":"A"}`), both(ok)},
 		{"GET of a listed mutation", get("/v1/graphql?documentId=add-pet&variables=" + url.QueryEscape(`{"name":"x"}`)), both(gqlAnswer{status: 405, code: "METHOD_NOT_ALLOWED", cost: 1})},
 		{"GET picking a listed document's mutation", get("/v1/graphql?documentId=multi&operationName=M"), both(gqlAnswer{status: 405, code: "METHOD_NOT_ALLOWED", cost: 1})},
+		{"operationName naming no operation of it", post("/v1/graphql", `{"documentId":"multi","operationName":"Nope"}`), both(gqlAnswer{status: 200, code: "INVALID_REQUEST", cost: 1})},
+		{"no operationName for a document of two", post("/v1/graphql", `{"documentId":"multi"}`), both(gqlAnswer{status: 200, code: "INVALID_REQUEST", cost: 1})},
+		{"a listed mutation without its variable", post("/v1/graphql", `{"documentId":"add-pet"}`), both(gqlAnswer{status: 200, code: "INVALID_REQUEST", cost: 1})},
+		{"unknown id, graphql-response+json", accept(post("/v1/graphql", `{"documentId":"nope"}`)), both(notInList)},
+		{"text, graphql-response+json", accept(get("/v1/graphql?query=" + url.QueryEscape(evil))), textRefused},
 		{"batch of a listed document", post("/v1/graphql", `[{"documentId":"list-pets"}]`), both(invalid)},
 		{"batch of text", post("/v1/graphql", `[{"query":"`+evil+`"}]`), both(invalid)},
 		{"long id", post("/v1/graphql", jsonBody(map[string]any{"documentId": strings.Repeat("a", 200_000)})), both(notInList)},
