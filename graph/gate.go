@@ -10,6 +10,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/graph/gqlhttp"
+	"petstore/live"
 )
 
 // OperationGate charges the operations sent on a connection and watches how they end. Each
@@ -40,12 +41,13 @@ type RequestMeter interface {
 // through the request's RequestMeter, the ResponseWriter, when it is one; else through gate.
 type meteredTransport struct {
 	graphql.Transport
-	gate OperationGate // nil for none
+	gate   OperationGate // nil for none
+	direct *directExec   // nil: every operation on gqlgen's executor
 }
 
 // Do serves r with an executor that charges its operations.
 func (t meteredTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	e := &meteredExecutor{GraphExecutor: exec, gate: t.gate}
+	e := &meteredExecutor{GraphExecutor: exec, gate: t.gate, direct: t.direct}
 	e.meter, _ = w.(RequestMeter)
 	t.Transport.Do(w, r, e)
 }
@@ -57,8 +59,9 @@ func (t meteredTransport) Do(w http.ResponseWriter, r *http.Request, exec graphq
 // request too. The answers of queries and mutations carry the cost in extensions.cost.
 type meteredExecutor struct {
 	graphql.GraphExecutor
-	meter RequestMeter  // the request's, over HTTP; nil for none
-	gate  OperationGate // the connection's, when meter is nil; nil for none
+	meter  RequestMeter  // the request's, over HTTP; nil for none
+	gate   OperationGate // the connection's, when meter is nil; nil for none
+	direct *directExec   // nil: every operation on gqlgen's executor
 }
 
 // CreateOperationContext parses, validates and checks the operation of params, then charges it.
@@ -92,13 +95,21 @@ func (e *meteredExecutor) charge(ctx context.Context, cost int) error {
 	return nil
 }
 
-// DispatchOperation runs the operation of opCtx, the cost of a query or mutation in its
-// answer's extensions.
+// DispatchOperation runs the operation of opCtx (directly when it can: dispatch), the cost of a
+// query or mutation in its answer's extensions. A subscription's responses wait for its next
+// event first, through a live.Relay, before gqlgen's interceptors run: its goroutine idles on
+// a small stack.
 func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	next, ctx := e.GraphExecutor.DispatchOperation(ctx, opCtx)
 	if opCtx.Operation.Operation == ast.Subscription {
-		return next, ctx
+		ctx, relay := live.WithRelay(ctx)
+		var next graphql.ResponseHandler
+		onFreshStack(func() { next, ctx = e.GraphExecutor.DispatchOperation(ctx, opCtx) })
+		return func(ctx context.Context) *graphql.Response {
+			relay.Wait(ctx)
+			return next(ctx)
+		}, ctx
 	}
+	next, ctx := e.dispatch(ctx, opCtx)
 	cost := operationCost(opCtx)
 	return func(ctx context.Context) *graphql.Response { return withCost(next(ctx), cost) }, ctx
 }
@@ -157,4 +168,24 @@ func (g operationRefusals) InterceptResponse(ctx context.Context, next graphql.R
 		g.gate.Refused(ctx)
 	}
 	return resp
+}
+
+// onFreshStack runs f on a goroutine of its own, which ends, and waits for it; a panic of f
+// goes on in the caller. The stack f needs (a subscription's start: its resolver, database
+// statements, caps) grows that goroutine's, not the caller's, which then idles on the stack it
+// started with.
+func onFreshStack(f func()) {
+	var p any
+	done := make(chan struct{})
+	go func() {
+		defer func() {
+			p = recover()
+			close(done)
+		}()
+		f()
+	}()
+	<-done
+	if p != nil {
+		panic(p)
+	}
 }
