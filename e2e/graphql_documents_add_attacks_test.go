@@ -12,10 +12,10 @@ import (
 // TestDocumentsAddAttacks: documents add refuses, naming the document and adding none, a
 // hostile manifest: ids too long or outside the allowed characters (unicode, control
 // characters), an id given two bodies across the manifests of one add, an id that is another
-// body's SHA-256 (so that one hash would name two documents), bodies that are not
-// strings, and documents the server would refuse as text: over the complexity limit, the
-// token limit, the root-field or definition bounds, or the size of a request body;
-// a mutation of two fields. It stores nothing of them.
+// body's SHA-256 (so that one hash would name two documents), bodies that are not strings or
+// hold a NUL or invalid UTF-8, JSON nested too deep, and documents the server would refuse as
+// text: over the complexity limit, the token limit, the root-field or definition bounds, or
+// the size of a request body; a mutation of two fields. It stores nothing of them.
 func TestDocumentsAddAttacks(t *testing.T) {
 	var complex strings.Builder // 7 pages of 100 pets of 3 fields: a complexity of 7 * 301
 	complex.WriteString("{ ")
@@ -44,6 +44,10 @@ func TestDocumentsAddAttacks(t *testing.T) {
 		{"an id that is another body's hash", []string{`{"` + documents.Hash("{ pets { name } }") + `":"{ pets { id } }"}`}, "must be its body's"},
 		{"a sha256: id of another body", []string{`{"sha256:` + documents.Hash("{ pets { name } }") + `":"{ pets { id } }"}`}, "must be its body's"},
 		{"an Apollo id of another body", []string{`{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"` + documents.Hash("{ pets { name } }") + `","body":"{ pets { id } }"}]}`}, "must be its body's"},
+		{"a NUL in a body", []string{`{"nul":"{ pets { id } }\u0000"}`}, `document "nul"`},
+		{"invalid UTF-8 in a body", []string{"{\"utf\":\"{ pets { id } }\xff\"}"}, "UTF-8"},
+		{"deeply nested JSON", []string{strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000)}, "JSON object"},
+		{"an Apollo manifest without operations", []string{`{"format":"apollo-persisted-query-manifest","version":1,"operations":null}`}, "no documents"},
 		{"a body that is not a string", []string{`{"n":5}`}, "neither"},
 		{"an Apollo entry without a body", []string{`{"format":"apollo-persisted-query-manifest","version":1,"operations":[{"id":"x"}]}`}, "has no body"},
 		{"too complex", []string{jsonBody(map[string]string{"complex": complex.String()})}, `document "complex"`},
