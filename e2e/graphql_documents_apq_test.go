@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"testing"
 
 	"petstore/auth"
@@ -15,7 +16,7 @@ import (
 // under any, in the Redis that instances share (as while the mode is being switched), is not
 // run by its hash under a key in another case, which gqlgen's persisted-query extension reads
 // as sha256Hash, nor by an extension without a hash it reads. Each gets
-// PERSISTED_QUERY_NOT_IN_LIST.
+// PERSISTED_QUERY_NOT_IN_LIST. Nor is a listed text sent with its hash stored.
 func TestDocumentsAPQKeyCase(t *testing.T) {
 	db := dbtestSQLite(t)
 	listDocuments(t, db)
@@ -41,6 +42,11 @@ func TestDocumentsAPQKeyCase(t *testing.T) {
 	}
 	for _, mode := range []graph.DocumentsMode{graph.DocumentsListed, graph.DocumentsIDs} {
 		api := handler(mode)
+		listed := `{"query":"` + listPetsBody + `","extensions":{"persistedQuery":{"version":1,"sha256Hash":"` + documents.Hash(listPetsBody) + `"}}}`
+		api.do(t, post("/v1/graphql", listed)) // runs under listed, refused under ids: stored by neither
+		if keys, err := rdb.Keys(context.Background(), prefix+"apq:*").Result(); err != nil || len(keys) != 1 {
+			t.Errorf("%s: persisted queries %v (%v); want only the one registered under any", mode, keys, err)
+		}
 		for _, pq := range []string{`"sha256Hash":"` + hash + `"`, `"SHA256HASH":"` + hash + `"`, `"sha256hash":"` + hash + `"`,
 			`"Sha256Hash":"` + hash + `"`, `"sha256Hash":5,"SHA256Hash":"` + hash + `"`, `"sha256Hash":null`, `"x":1`} {
 			body := `{"extensions":{"persistedQuery":{"version":1,` + pq + `}}}`
