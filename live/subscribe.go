@@ -10,31 +10,15 @@ import (
 // notReady answers a subscription while the database cannot tell where to start.
 const notReady = "cannot start a subscription now: the database does not answer; retry later"
 
-// errShuttingDown answers a subscription that comes once the instance drains.
-var errShuttingDown = &apierr.Error{Code: apierr.Unavailable, Message: "the instance is shutting down; subscribe again"}
-
-// Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
-// already) until ctx ends, and returns the Hub's events: see Hub.Subscribe. Without a
-// connection (a plain HTTP request) it fails.
-func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	c := ConnFrom(ctx)
-	if c == nil {
-		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
-	}
-	if !c.held {
-		if err := c.Acquire(ctx); err != nil {
-			return nil, err
-		}
-	}
-	return r.hub.Subscribe(ctx, c, status, afterID, resume)
-}
+// ErrShuttingDown answers a subscription, or a connection, that comes once the instance drains.
+var ErrShuttingDown = &apierr.Error{Code: apierr.Unavailable, Message: "the instance is shutting down; subscribe again"}
 
 // Subscribe returns the events of the pets added from now on (of status when it is not nil),
 // after the pets above afterID when resume is true, until ctx ends or c is cut off, when the
 // channel is closed. It returns an unavailable error while the database cannot tell where to
 // start.
-func (h *Hub) Subscribe(ctx context.Context, c *Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
-	s := &sub{hub: h, ctx: ctx, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume,
+func (h *Hub) Subscribe(ctx context.Context, c Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
+	s := &sub{hub: &h.fanOut, ctx: ctx, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume,
 		sent: afterID, queued: afterID}
 	if err := h.join(ctx, s); err != nil {
 		return nil, err
@@ -73,7 +57,7 @@ func (h *Hub) add(s *sub, idle bool, mark int64) (bool, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.closed {
-		return false, errShuttingDown
+		return false, ErrShuttingDown
 	}
 	if len(h.subs) == 0 {
 		if !idle {
@@ -90,13 +74,4 @@ func (h *Hub) leave(s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	h.remove(s)
-}
-
-// remove takes s out of the Hub's subscriptions unless it is out already (it left, or was cut
-// off); h.mu is held.
-func (h *Hub) remove(s *sub) {
-	if _, ok := h.subs[s]; ok {
-		delete(h.subs, s)
-		h.metrics.active.Dec()
-	}
 }
