@@ -42,9 +42,15 @@ func (c *fakeConn) End(_ context.Context, err *apierr.Error) {
 
 // cutCode returns the close code c was cut off with, 0 for none.
 func (c *fakeConn) cutCode() int {
+	code, _ := c.cut()
+	return code
+}
+
+// cut returns the close code and reason c was cut off with, 0 and "" for none.
+func (c *fakeConn) cut() (int, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.code
+	return c.code, c.reason
 }
 
 // ended returns the error c's subscription ended with, nil for none.

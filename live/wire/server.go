@@ -8,12 +8,12 @@ import (
 	"petstore/live/conns"
 )
 
-// Server carries the subscriptions of a Registry over the wire: WebSockets (Upgrade and
+// Server carries the subscriptions of a conns.Registry over the wire: WebSockets (Upgrade and
 // Websocket) and SSE streams (Stream). It knows the sockets it serves, to ping them every
-// RegistryOptions.PingEvery from the first one until the Registry shuts down.
+// conns.RegistryOptions.PingEvery from the first one until the Registry shuts down.
 type Server struct {
 	reg          *conns.Registry
-	writeTimeout time.Duration // RegistryOptions.WriteTimeout
+	writeTimeout time.Duration // conns.RegistryOptions.WriteTimeout
 
 	pingOnce sync.Once
 	mu       sync.Mutex

@@ -28,7 +28,7 @@ func IsStream(r *http.Request) bool {
 // one 429, as any request) in place of h, the GraphQL handler: it holds one of the key's
 // connection and subscription slots for the stream (429 rate_limited over the cap; 503
 // unavailable while the Redis of the caps fails and the policy is to fail closed), bounds each
-// write by RegistryOptions.WriteTimeout instead of the server's timeouts, and ends the stream
+// write by conns.RegistryOptions.WriteTimeout instead of the server's timeouts, and ends the stream
 // with an error event saying why when the stream is cut off. Other requests pass untouched.
 //
 // The stream is served as Upgrade serves a WebSocket: the body read, the connection is taken
@@ -63,16 +63,16 @@ func (r *Server) Stream(h http.Handler) gin.HandlerFunc {
 type sseStream struct {
 	reg    *conns.Registry
 	conn   *conns.Conn
-	wt     time.Duration // RegistryOptions.WriteTimeout
+	wt     time.Duration // conns.RegistryOptions.WriteTimeout
 	h      http.Handler
 	ctx    context.Context    // the stream's, carrying conn
 	cancel context.CancelFunc // ends the stream
 	req    *http.Request      // with ctx, its body read beforehand (readRequest)
 }
 
-// openStream opens the connection of a stream of p, counted among the instance's (Capacity)
-// and among the streams Shutdown waits for; it fails past the instance's capacity, over the
-// key's caps or once shutdown has begun.
+// openStream opens the connection of a stream of p, counted among the instance's
+// (conns.Capacity) and among the streams conns.Registry.Shutdown waits for; it fails past the
+// instance's capacity, over the key's caps or once shutdown has begun.
 func (r *Server) openStream(reqCtx context.Context, p *auth.Principal, h http.Handler) (*sseStream, error) {
 	if err := r.reg.AdmitConn(""); err != nil {
 		return nil, err
@@ -117,8 +117,8 @@ func (s *sseStream) readRequest(orig *http.Request) bool {
 }
 
 // detach takes the connection of c from net/http and serves the stream on it, on a
-// goroutine of its own, which ends the stream's count among those Shutdown waits for
-// (Registry.StreamDone); it reports whether it could.
+// goroutine of its own, which ends the stream's count among those that conns.Registry.Shutdown
+// waits for (StreamDone); it reports whether it could.
 func (s *sseStream) detach(c *gin.Context) bool {
 	nc, brw, err := http.NewResponseController(c.Writer).Hijack()
 	if err != nil {

@@ -37,7 +37,7 @@ type wsStateKey struct{}
 // allowed (by the CORS allow-list: rest.AllowsOrigin) and a request that is not a WebSocket
 // handshake; with 503 (Retry-After) an upgrade past the instance's Capacity; with 429, for an
 // upgrade without a valid key, a client address (clientAddr names it) holding
-// Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
+// conns.Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
 // the connection to h (the GraphQL handler, whose Websocket transport accepts it) on a
 // goroutine of its own and returns: net/http's goroutine, its buffers and the middleware's
 // frames are freed, and the socket costs what the transport keeps.
@@ -117,8 +117,8 @@ func Handshake(req *http.Request, allowed func(*http.Request) bool) *apierr.Erro
 // KeylessUpgrade reports whether req is a WebSocket handshake that Upgrade accepts and that
 // carries no Authorization header: the router charges it to nobody (its client address
 // included), since a browser cannot set that header and sends its key in connection_init,
-// where the socket is charged to the key. Caps.PendingPerAddr bounds such sockets per address,
-// Capacity.Pending on the instance, and InitTimeout their life without a key.
+// where the socket is charged to the key. conns.Caps.PendingPerAddr bounds such sockets per address,
+// conns.Capacity.Pending on the instance, and InitTimeout their life without a key.
 func KeylessUpgrade(allowed func(*http.Request) bool) func(*http.Request) bool {
 	return func(req *http.Request) bool {
 		return req.Header.Get("Authorization") == "" && strings.EqualFold(req.Header.Get("Upgrade"), "websocket") &&

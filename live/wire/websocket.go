@@ -30,7 +30,7 @@ type authenticateFunc func(ctx context.Context, authorization string) (*auth.Pri
 // upgrade's (authenticate checks it and charges the socket one request; an upgrade whose
 // header key was valid, charged with the upgrade, is not charged again), the caps, 4408
 // without connection_init within InitTimeout, messages up to MaxMessageBytes, pings every
-// RegistryOptions.PingEvery, and small buffers. A refused connection_init closes with
+// conns.RegistryOptions.PingEvery, and small buffers. A refused connection_init closes with
 // refusalCode's code.
 func (r *Server) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
 	limit := int64(MaxMessageBytes)

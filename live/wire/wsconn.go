@@ -23,7 +23,7 @@ import (
 type wsConn struct {
 	*coderConn
 	net          net.Conn
-	writeTimeout time.Duration              // RegistryOptions.WriteTimeout
+	writeTimeout time.Duration              // conns.RegistryOptions.WriteTimeout
 	conn         atomic.Pointer[conns.Conn] // once authenticated
 	missed       atomic.Int32               // pings sent since the peer last sent something
 	writing      atomic.Int32               // writes under way
@@ -72,7 +72,7 @@ func (c *wsConn) busy() bool {
 	return closed || c.writing.Load() > 0
 }
 
-// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the subscriber is cut off
+// WriteJSON writes v within conns.RegistryOptions.WriteTimeout; past it the subscriber is cut off
 // as too slow (conns.Conn.WriteFailed), or, before connection_init, the connection is closed.
 func (c *wsConn) WriteJSON(v any) error {
 	c.writing.Add(1)
