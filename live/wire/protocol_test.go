@@ -56,8 +56,8 @@ func TestProtocolStateMachine(t *testing.T) {
 func TestSentKnowsComplete(t *testing.T) {
 	var s protocolState
 	for msg, want := range map[string]bool{
-		`{"type":"complete","id":"1"}`: true,
-		`{"type":"error","id":"1","payload":[]}`: false,
+		`{"type":"complete","id":"1"}`:                                                 true,
+		`{"type":"error","id":"1","payload":[]}`:                                       false,
 		`{"type":"next","id":"1","payload":{"data":{"petAdded":{"name":"complete"}}}}`: false,
 		`{"type":"ka"}`: false,
 	} {
