@@ -35,13 +35,15 @@ test:
 # GraphQL-over-HTTP audit (graphql-http, against a running server), the GraphQL schema lint
 # (graphql-schema-linter, on the served SDL), the OpenAPI lints (Redocly and Spectral, on the
 # served document), and the README's snippets run whole (its Node client with graphql-ws and ws,
-# its go mod line with the module proxy: make test skips them where those are not at hand).
-# CI runs them.
+# its go mod line with the module proxy: make test skips them where those are not at hand), and
+# the trusted documents that graphql-codegen and Apollo's tools list for a small app, run by
+# Apollo Client by id (tools/trusted-docs). CI runs them.
 lint:
 	tools/graphql-audit/run.sh
 	tools/graphql-schema-lint/run.sh
 	tools/openapi-lint/run.sh
 	tools/readme-js/run.sh
+	tools/trusted-docs/run.sh
 
 build:
 	$(GO) build -ldflags='$(STAMP)' -o bin/petstore .

@@ -27,6 +27,11 @@ const (
 	Internal             Code = "internal_error"
 	NotImplemented       Code = "not_implemented"
 	Unavailable          Code = "unavailable"
+	// The refusals of trusted documents (PETSTORE_DOCUMENTS), with the codes and statuses of
+	// Apollo Router's safelisting, which clients already handle.
+	PersistedQueryNotInList  Code = "persisted_query_not_in_list" // an id that names no listed document
+	QueryNotInSafelist       Code = "query_not_in_safelist"       // a text that no listed document has
+	PersistedQueryIDRequired Code = "persisted_query_id_required" // a text where only ids are taken
 )
 
 var statuses = map[Code]int{
@@ -43,6 +48,10 @@ var statuses = map[Code]int{
 	Internal:             http.StatusInternalServerError,
 	NotImplemented:       http.StatusNotImplemented,
 	Unavailable:          http.StatusServiceUnavailable,
+
+	PersistedQueryNotInList:  http.StatusNotFound,
+	QueryNotInSafelist:       http.StatusForbidden,
+	PersistedQueryIDRequired: http.StatusBadRequest,
 }
 
 // Status returns the HTTP status of code; an unknown code is a 500.

@@ -49,8 +49,8 @@ func Main(args, environ []string, stdout, stderr io.Writer) int {
 	return 1
 }
 
-// Run runs the command that args name until ctx is done: serve, migrate, keys, version or
-// help. Settings come from the flags and from environ, in os.Environ's form (config); logs go
+// Run runs the command that args name until ctx is done: serve, migrate, keys, documents,
+// version or help. Settings come from the flags and from environ, in os.Environ's form (config); logs go
 // to stderr.
 func Run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
@@ -66,6 +66,8 @@ func Run(ctx context.Context, args, environ []string, stdout, stderr io.Writer) 
 		return r.migrate(ctx, args[1:])
 	case "keys":
 		return r.keys(ctx, args[1:])
+	case "documents":
+		return r.documentsCommand(ctx, args[1:])
 	case "--version", "-version", "version":
 		_, err := fmt.Fprintln(stdout, version.String())
 		return err

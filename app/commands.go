@@ -27,13 +27,17 @@ var (
 		"creates an API key and prints it once (PLAN: free, pro, business, or enterprise with its limits)", config.Logs | config.Database | config.Env | config.Migrate}
 	listCmd   = command{"keys list", "keys list [flags]", "lists the API keys: hint, name, plan, limits, dates; never the secret", config.Logs | config.Database | config.Migrate}
 	revokeCmd = command{"keys revoke", "keys revoke [flags] ID", "revokes an API key", config.Logs | config.Database | config.KeyCache | config.Migrate}
+	docAddCmd = command{"documents add", "documents add [flags] FILE...",
+		"lists the GraphQL documents of Apollo persisted query manifests or graphql-codegen persisted-documents.json files, each checked against the schema and the GraphQL limits, all or none", config.Logs | config.Database | config.Migrate | config.GraphQL}
+	docListCmd   = command{"documents list", "documents list [flags]", "lists the trusted GraphQL documents: id, operation name and type, cost, date added", config.Logs | config.Database | config.Migrate}
+	docRemoveCmd = command{"documents remove", "documents remove [flags] ID", "removes a trusted GraphQL document", config.Logs | config.Database | config.Migrate}
 )
 
 // printCommands prints every command, one a line.
 func printCommands(w io.Writer) {
 	fmt.Fprint(w, "usage: petstore COMMAND [flags]\n\n")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	for _, c := range []command{serveCmd, migrateUpCmd, migrateDownCmd, migrateStatusCmd, createCmd, listCmd, revokeCmd} {
+	for _, c := range []command{serveCmd, migrateUpCmd, migrateDownCmd, migrateStatusCmd, createCmd, listCmd, revokeCmd, docAddCmd, docListCmd, docRemoveCmd} {
 		fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.what)
 	}
 	fmt.Fprintf(tw, "  version\tprints the version, commit and Go version of the build (also --version)\n")

@@ -7,6 +7,7 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"net/http"
 	"sync"
 
@@ -15,6 +16,7 @@ import (
 
 	"petstore/auth"
 	"petstore/config"
+	"petstore/documents"
 	"petstore/graph"
 	"petstore/graph/guard"
 	"petstore/idempotency"
@@ -38,8 +40,9 @@ type Service struct {
 	Deps    rest.Deps
 	records *idempotency.Records
 	drain   *drainer
-	pages   *pets.PageCache // nil: off
-	late    *pets.LateBus   // nil: this instance alone
+	pages   *pets.PageCache     // nil: off
+	late    *pets.LateBus       // nil: this instance alone
+	docs    *documents.Registry // the trusted documents, read again as they change
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -73,8 +76,12 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
+	docs, err := documents.NewRegistry(context.Background(), db.DB, graph.Preparer(cfg.GraphQL), cfg.DBTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("read the trusted documents: %w", err)
+	}
 	resolver := graph.NewResolver(petStore, graph.ResolverOptions{Live: subs.reg, Published: subs.hub.Publish})
-	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs))
+	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs, docs))
 	drain := &drainer{closeStreams: subs.reg.Shutdown}
 	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr})
 	if err != nil {
@@ -88,16 +95,18 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		drain:   drain,
 		pages:   pages,
 		late:    late,
+		docs:    docs,
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
-// returns is called: it removes expired Idempotency-Key records, and hears of the late pets
-// of other instances (pets.LateBus.Listen).
+// returns is called: it removes expired Idempotency-Key records, reads the trusted documents
+// again when they change, and hears of the late pets of other instances (pets.LateBus.Listen).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
+	done.Go(func() { s.docs.Run(ctx, documents.DefaultRefreshEvery) })
 	if s.pages != nil && s.late != nil {
 		done.Go(func() { s.late.Listen(ctx, s.pages) })
 	}
@@ -156,9 +165,10 @@ func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer
 
 // graphqlOptions returns cfg's GraphQL options with what the wiring adds: persisted queries in
 // rdb when it is not nil (under the key prefix of every key the service writes there), the
-// tracer's extension, and the subscriptions' transports and gate.
-func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions) graph.Options {
+// trusted documents docs, the tracer's extension, and the subscriptions' transports and gate.
+func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions, docs *documents.Registry) graph.Options {
 	opts := cfg.GraphQL
+	opts.Documents = docs
 	if rdb != nil {
 		opts.APQCache = guard.NewRedisAPQCache(rdb, cfg.RateLimit.RedisKeyPrefix+"apq:", cfg.APQTTL)
 	}
@@ -202,7 +212,7 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Resolver:   p.resolver,
 		GraphQL:    p.gql,
 		OpenAPI:    doc,
-		Playground: playground.Handler("/v1/graphql"),
+		Playground: playground.HandlerWith("/v1/graphql", playground.Options{Documents: string(cfg.GraphQL.DocumentsMode)}),
 		Reference:  reference.Handler("/v1/openapi.json"),
 		SDL:        graph.SDL(),
 		Identify:   p.authn.Identify,

@@ -19,8 +19,9 @@ const (
 	KeyCache                   // PETSTORE_KEY_CACHE_TTL, the bound on revocation: serve, keys revoke
 	Server                     // the rest, which serve alone reads
 	Migrate                    // PETSTORE_MIGRATE, whether to apply pending migrations first: serve, keys
+	GraphQL                    // PETSTORE_DOCUMENTS and the GraphQL limits: serve, documents add
 
-	All = Logs | Database | Env | KeyCache | Server | Migrate
+	All = Logs | Database | Env | KeyCache | Server | Migrate | GraphQL
 )
 
 // registrars define the flags of each group.
@@ -42,6 +43,7 @@ var registrars = []struct {
 		fs.StringVar(&c.Migrate, "migrate", c.Migrate, "auto: apply pending migrations first; off: change no schema, and stop when a migration is pending (run petstore migrate up first)")
 	}},
 	{Server, (*Config).serverFlags},
+	{GraphQL, (*Config).graphqlFlags},
 	{Server, (*Config).limitFlags},
 }
 
@@ -94,13 +96,19 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 	listVar(fs, &c.CORSOrigins, "cors-origins", `comma-separated browser origins allowed to call the API ("*": any)`)
 }
 
-// limitFlags defines the flags of the GraphQL and rate limits (the Server group).
-func (c *Config) limitFlags(fs *flag.FlagSet) {
+// graphqlFlags defines the flags of the GraphQL group: which documents run, and the limits
+// that serve applies to every operation and documents add to the documents it lists.
+func (c *Config) graphqlFlags(fs *flag.FlagSet) {
 	g := &c.GraphQL
+	fs.TextVar(&g.DocumentsMode, "documents", g.DocumentsMode, "which GraphQL documents run: any (any text, automatic persisted queries, and listed documents by id), listed (only documents listed with petstore documents add, by id or as their exact text) or ids (only listed documents, by id)")
 	fs.IntVar(&g.ComplexityLimit, "graphql-complexity-limit", g.ComplexityLimit, "most a GraphQL operation may cost; list fields cost their page size times their elements (negative: off)")
 	fs.IntVar(&g.DepthLimit, "graphql-depth-limit", g.DepthLimit, "deepest field nesting of a GraphQL operation (negative: off)")
 	fs.IntVar(&g.TokenLimit, "graphql-token-limit", g.TokenLimit, "most tokens in a GraphQL document (negative: off)")
 	fs.IntVar(&g.QueryCacheSize, "graphql-query-cache-size", g.QueryCacheSize, "parsed GraphQL documents kept")
+}
+
+// limitFlags defines the flags of the rate limits (the Server group).
+func (c *Config) limitFlags(fs *flag.FlagSet) {
 	rl := &c.RateLimit
 	fs.Int64Var(&rl.AnonymousPerMinute, "anon-per-minute", rl.AnonymousPerMinute, "requests per minute per client address without a valid key")
 	fs.Int64Var(&rl.AnonymousPerDay, "anon-per-day", rl.AnonymousPerDay, "requests per day per client address without a valid key")

@@ -14,7 +14,14 @@ import (
 // (what installs them), or fails it when required.
 func nodePackages(t *testing.T, required bool, installer string) (node, modules string) {
 	t.Helper()
-	modules, err := filepath.Abs("../tools/readme-js/node_modules")
+	return nodeTool(t, "readme-js", required, installer)
+}
+
+// nodeTool returns node and tools/NAME/node_modules, skipping t (naming installer) or failing
+// it when required, where either is missing.
+func nodeTool(t *testing.T, name string, required bool, installer string) (node, modules string) {
+	t.Helper()
+	modules, err := filepath.Abs("../tools/" + name + "/node_modules")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,9 +30,9 @@ func nodePackages(t *testing.T, required bool, installer string) (node, modules 
 		_, err = os.Stat(modules)
 	}
 	if err != nil {
-		need := "node and tools/readme-js/node_modules (" + installer + " installs them) missing"
+		need := "node and tools/" + name + "/node_modules (" + installer + " installs them) missing"
 		if required {
-			t.Fatalf("the Node snippets need %s: %v", need, err)
+			t.Fatalf("the Node tests need %s: %v", need, err)
 		}
 		dbtest.Skip(t, need, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
@@ -98,8 +99,8 @@ func runAs(env []string, args ...string) (string, error) {
 // the serving one, which may not change the schema: serve and keys refuse a database the
 // migrations have not reached, saying to run petstore migrate up; migrate up as the migrating
 // user; then the serving user serves the whole surface (servedAs) with Redis, prints the
-// development key, purges expired Idempotency-Key records and runs the keys commands, and
-// may run no DDL.
+// development key, purges expired Idempotency-Key records, runs the keys and documents
+// commands, reads the documents it lists, and may run no DDL.
 func TestLeastPrivilege(t *testing.T) {
 	quiet(t)
 	root := dbtest.DSN(t, migrations.MySQL)
@@ -110,7 +111,7 @@ func TestLeastPrivilege(t *testing.T) {
 			t.Errorf("keys list as the serving user, %s, before migrate up: %v; want an error saying to run petstore migrate up", env[1:], err)
 		}
 	}
-	if out, err := runAs([]string{"PETSTORE_DB=" + migrate}, "migrate", "up"); err != nil || !strings.Contains(out, "migrations applied: 3;") {
+	if out, err := runAs([]string{"PETSTORE_DB=" + migrate}, "migrate", "up"); err != nil || !strings.Contains(out, "migrations applied: 4;") {
 		t.Fatalf("migrate up as the migrating user: %q, %v", out, err)
 	}
 	if out, err := runAs([]string{"PETSTORE_DB=" + serve}, "migrate", "status"); err != nil || !strings.Contains(out, "pending: 0") {
@@ -152,6 +153,7 @@ func TestLeastPrivilege(t *testing.T) {
 		t.Errorf("keys list as the serving user: %q, %v; want a header and two keys", out, err)
 	}
 	checkRevoked(t, env, base)
+	documentsAs(t, env, base, key)
 
 	servingDB, err := store.Open(context.Background(), serve, store.Pool{MaxOpen: 1, MaxIdle: 1})
 	if err != nil {
@@ -173,4 +175,30 @@ func mustRun(t *testing.T, env []string, args ...string) string {
 		t.Fatalf("%s: %v", args, err)
 	}
 	return out
+}
+
+// documentsAs runs documents add, list and remove with env, the serving user's, and checks that
+// the server at base, serving as that user, runs the listed document for key.
+func documentsAs(t *testing.T, env []string, base, key string) {
+	t.Helper()
+	manifest := writeManifest(t, "apollo.json", apolloListed)
+	if out, err := runAs(env, "documents", "add", manifest); err != nil || !strings.Contains(out, "added 1 documents") {
+		t.Fatalf("documents add as the serving user: %q, %v", out, err)
+	}
+	within(t, 10*time.Second, "the server runs the listed document", func() bool {
+		req, _ := http.NewRequest(http.MethodGet, base+"/v1/graphql?documentId=list-pets", nil)
+		req.Header.Set("Authorization", "Bearer "+key)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	if out, err := runAs(env, "documents", "list"); err != nil || !strings.Contains(out, "list-pets") {
+		t.Errorf("documents list as the serving user: %q, %v", out, err)
+	}
+	if _, err := runAs(env, "documents", "remove", "list-pets"); err != nil {
+		t.Errorf("documents remove as the serving user: %v", err)
+	}
 }

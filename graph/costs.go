@@ -3,6 +3,7 @@ package graph
 import (
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
@@ -68,6 +69,7 @@ func OperationCost(opCtx *graphql.OperationContext) int {
 // costWalker sums the costs of the root fields of an operation.
 type costWalker struct {
 	vars      map[string]any
+	worst     bool // price every field as if included, every page at models.MaxPageSize
 	cost      int
 	names     nameSet // the response names priced
 	fragments nameSet // the fragments walked
@@ -77,15 +79,15 @@ func (w *costWalker) selectionSet(set ast.SelectionSet) {
 	for _, sel := range set {
 		switch sel := sel.(type) {
 		case *ast.Field:
-			if c := fieldCost(sel, w.vars); c > 0 && included(sel.Directives, w.vars) && w.names.add(sel.Alias) {
+			if c := w.fieldCost(sel); c > 0 && w.included(sel.Directives) && w.names.add(sel.Alias) {
 				w.cost += c
 			}
 		case *ast.InlineFragment:
-			if included(sel.Directives, w.vars) {
+			if w.included(sel.Directives) {
 				w.selectionSet(sel.SelectionSet)
 			}
 		case *ast.FragmentSpread:
-			if sel.Definition != nil && included(sel.Directives, w.vars) && w.fragments.add(sel.Name) {
+			if sel.Definition != nil && w.included(sel.Directives) && w.fragments.add(sel.Name) {
 				w.selectionSet(sel.Definition.SelectionSet)
 			}
 		}
@@ -113,17 +115,50 @@ func (s *nameSet) add(name string) bool {
 	return true
 }
 
+// included reports whether a selection with dirs is priced.
+func (w *costWalker) included(dirs ast.DirectiveList) bool {
+	return w.worst || included(dirs, w.vars)
+}
+
 // fieldCost returns what the root field f costs.
-func fieldCost(f *ast.Field, vars map[string]any) int {
+func (w *costWalker) fieldCost(f *ast.Field) int {
+	var size *ast.Argument
 	switch {
 	case f.Name == "pets":
-		return pageUnits(f.Arguments.ForName("limit"), vars)
+		size = f.Arguments.ForName("limit")
 	case f.Name == "petsConnection":
-		return pageUnits(f.Arguments.ForName("first"), vars)
+		size = f.Arguments.ForName("first")
 	case strings.HasPrefix(f.Name, "__"):
 		return 0
+	default:
+		return 1
 	}
-	return 1
+	if w.worst {
+		return pageUnits(&ast.Argument{Value: &ast.Value{Kind: ast.IntValue, Raw: strconv.Itoa(models.MaxPageSize)}}, nil)
+	}
+	return pageUnits(size, w.vars)
+}
+
+// DocumentCost returns the most that an operation of doc, parsed and validated, may cost
+// (OperationCost): every field counted whatever its @skip and @include, every page at
+// models.MaxPageSize, whatever the variables. A listed document's operations are charged it.
+func DocumentCost(doc *ast.QueryDocument) int {
+	most := 1
+	for _, op := range doc.Operations {
+		w := costWalker{worst: true}
+		w.selectionSet(op.SelectionSet)
+		most = max(most, w.cost)
+	}
+	return most
+}
+
+// operationCost returns what the operation of opCtx is charged: its listed document's cost
+// when it runs one, worked out once (DocumentCost), else its OperationCost.
+func operationCost(opCtx *graphql.OperationContext) int {
+	if l := listedOf(opCtx); l != nil {
+		return l.Cost
+	}
+	return OperationCost(opCtx)
 }
 
 // pageUnits returns the units of a page whose size is the argument size (nil when left out).

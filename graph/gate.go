@@ -50,8 +50,8 @@ func (t meteredTransport) Do(w http.ResponseWriter, r *http.Request, exec graphq
 	t.Transport.Do(w, r, e)
 }
 
-// meteredExecutor charges each operation its OperationCost once it is parsed, validated and
-// within the bounds, and one request when it is refused before that (it does not parse or
+// meteredExecutor charges each operation its OperationCost (a listed document's, worked out once:
+// operationCost) once it is parsed, validated and within the bounds, and one request when it is refused before that (it does not parse or
 // validate, is over a bound, or names a persisted query the server does not know); over HTTP,
 // a request refused before its operation is read (a body that is no GraphQL request) costs one
 // request too. The answers of queries and mutations carry the cost in extensions.cost.
@@ -66,7 +66,7 @@ func (e *meteredExecutor) CreateOperationContext(ctx context.Context, params *gr
 	opCtx, errs := e.GraphExecutor.CreateOperationContext(ctx, params)
 	cost := 1
 	if errs == nil {
-		cost = OperationCost(opCtx)
+		cost = operationCost(opCtx)
 	}
 	if err := e.charge(ctx, cost); err != nil {
 		apiErr := apierr.From(err)
@@ -99,7 +99,7 @@ func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.
 	if opCtx.Operation.Operation == ast.Subscription {
 		return next, ctx
 	}
-	cost := OperationCost(opCtx)
+	cost := operationCost(opCtx)
 	return func(ctx context.Context) *graphql.Response { return withCost(next(ctx), cost) }, ctx
 }
 

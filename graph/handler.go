@@ -51,6 +51,12 @@ type Options struct {
 	// QueryCacheSize is how many parsed and validated documents are kept in process, by their
 	// text (default DefaultQueryCacheSize), within guard.QueryCacheBytes.
 	QueryCacheSize int
+	// Documents is the list of trusted documents (documents.Registry) that requests may name by
+	// id, and DocumentsMode which documents run (default DocumentsAny); a nil list lists none.
+	// A listed document runs as parsed, validated and priced once, when it was listed
+	// (trustedDocuments).
+	Documents     DocumentList
+	DocumentsMode DocumentsMode
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
 	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields,
@@ -65,6 +71,7 @@ func DefaultOptions() Options {
 		DepthLimit:      DefaultDepthLimit,
 		TokenLimit:      DefaultTokenLimit,
 		QueryCacheSize:  DefaultQueryCacheSize,
+		DocumentsMode:   DocumentsAny,
 	}
 }
 
@@ -84,6 +91,10 @@ func (o Options) withDefaults() Options {
 	if o.APQCache == nil {
 		o.APQCache = guard.NewAPQCache()
 	}
+	if o.Documents == nil {
+		o.Documents = emptyList{}
+	}
+	o.DocumentsMode = cmp.Or(o.DocumentsMode, DocumentsAny)
 	return o
 }
 
@@ -113,7 +124,11 @@ func (o Options) withDefaults() Options {
 //   - a mutation sent with GET gets 405 with METHOD_NOT_ALLOWED and Allow: POST;
 //   - a POST whose Content-Type is not application/json gets 415 with UNSUPPORTED_MEDIA_TYPE;
 //   - a persisted query hash the server does not know gets 200 with PERSISTED_QUERY_NOT_FOUND
-//     (what Apollo's clients expect before they send the query with its hash).
+//     (what Apollo's clients expect before they send the query with its hash);
+//   - a document that opts.DocumentsMode refuses gets Apollo Router's refusal: 404 with
+//     PERSISTED_QUERY_NOT_IN_LIST for an id (or, but under DocumentsAny, a hash) that names no
+//     listed document, 403 with QUERY_NOT_IN_SAFELIST for a text no listed document has
+//     (DocumentsListed), 400 with PERSISTED_QUERY_ID_REQUIRED for any text (DocumentsIDs).
 func NewHandler(r *Resolver, opts Options) http.Handler {
 	opts = opts.withDefaults()
 	cfg := Config{Resolvers: r}
@@ -126,7 +141,8 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 		srv.AddTransport(metered(*opts.Websocket)) // first: an upgrade is a GET
 	}
 	if opts.SSE {
-		srv.AddTransport(metered(transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)})) // before POST
+		sse := transport.SSE{KeepAlivePingInterval: cmp.Or(opts.PingEvery, 20*time.Second)}
+		srv.AddTransport(metered(gqlhttp.DocumentIDBody{Transport: sse})) // before POST
 	}
 	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodGet)))
 	srv.AddTransport(metered(gqlhttp.NewTransport(http.MethodPost)))
@@ -135,6 +151,7 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	if opts.QueryCacheSize > 0 {
 		docs = guard.NewDocumentCache(opts.QueryCacheSize)
 	}
+	docs = trustedCache{docs}
 	srv.SetQueryCache(docs)
 	srv.SetParserTokenLimit(opts.TokenLimit)
 	for _, ext := range extensions(opts, docs, es.Schema()) {
@@ -162,6 +179,7 @@ func extensions(opts Options, docs graphql.Cache[*ast.QueryDocument], schema *as
 		exts = append(exts, opts.Tracer)
 	}
 	exts = append(exts,
+		trustedDocuments{opts.Documents, opts.DocumentsMode}, // before persisted queries and parsing
 		extension.Introspection{},
 		extension.AutomaticPersistedQuery{Cache: apq},
 		guard.NewDocumentBounds(docs, opts.TokenLimit),

@@ -22,7 +22,8 @@ import (
 // error message, as graphql-transport-ws and graphql-ws ask for a validation error, not with
 // a next (data) message. Only gqlgen's WebSocket transport reads these kinds, and only for
 // refusals: errors raised while an operation runs keep their own.
-var refusalCodes = []apierr.Code{apierr.InvalidRequest, apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized}
+var refusalCodes = []apierr.Code{apierr.InvalidRequest, apierr.RateLimited, apierr.KeySuspended, apierr.Unavailable, apierr.Unauthorized,
+	apierr.PersistedQueryNotInList, apierr.QueryNotInSafelist, apierr.PersistedQueryIDRequired}
 
 func init() {
 	for _, c := range refusalCodes {

@@ -23,6 +23,7 @@ var page = template.Must(template.ParseFS(files, "page.html"))
 
 type pageData struct {
 	Endpoint   string
+	Documents  string // the server's PETSTORE_DOCUMENTS: "listed" and "ids" get a notice
 	StyleNonce string // lets GraphiQL's dialogs add their <style> elements
 	Asset      func(embedded string) (string, error)
 }
@@ -35,6 +36,19 @@ type pageData struct {
 // (GraphiQL introspects, with the key, where that fails). Handler panics on an endpoint that is
 // empty or not a URL.
 func Handler(endpoint string) http.Handler {
+	return HandlerWith(endpoint, Options{})
+}
+
+// Options are what the page says of the server beside its endpoint.
+type Options struct {
+	// Documents is which GraphQL documents the server runs (graph.DocumentsMode): under
+	// "listed" the page explains that only the exact text of a listed document runs, under
+	// "ids" that nothing typed in it runs, and how an app registers its documents.
+	Documents string
+}
+
+// HandlerWith is Handler for a server that opts describe.
+func HandlerWith(endpoint string, opts Options) http.Handler {
 	u, err := url.Parse(endpoint)
 	if endpoint == "" || err != nil {
 		panic("playground: the GraphQL endpoint must be a URL path or URL, got " + endpoint)
@@ -45,13 +59,14 @@ func Handler(endpoint string) http.Handler {
 	} else if u.Host != "" {
 		connect += " " + u.Host
 	}
-	return &handler{endpoint: endpoint, connect: connect, assets: webasset.Load(files, "playground")}
+	return &handler{endpoint: endpoint, documents: opts.Documents, connect: connect, assets: webasset.Load(files, "playground")}
 }
 
 type handler struct {
-	endpoint string
-	connect  string // the origins the page may send requests to
-	assets   *webasset.Set
+	endpoint  string
+	documents string
+	connect   string // the origins the page may send requests to
+	assets    *webasset.Set
 }
 
 func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -66,6 +81,7 @@ func (h *handler) servePage(w http.ResponseWriter, r *http.Request) {
 	var buf bytes.Buffer
 	err := page.Execute(&buf, pageData{
 		Endpoint:   h.endpoint,
+		Documents:  h.documents,
 		StyleNonce: nonce,
 		Asset:      func(p string) (string, error) { return h.assets.URL(base, p) },
 	})

@@ -3,8 +3,9 @@
 --   petstore_migrate  runs `petstore migrate up|down|status`: it creates, alters and drops the
 --                     service's tables (and reads and writes goose's version table and the
 --                     migrations' lease on Galera);
---   petstore          runs `petstore serve` and `petstore keys`: it reads and writes rows of
---                     those tables and never changes the schema.
+--   petstore          runs `petstore serve`, `petstore keys` and `petstore documents`: it
+--                     reads and writes rows of those tables (documents included) and never
+--                     changes the schema.
 -- Change both passwords before you run it, as root or another user that may grant them:
 --   mariadb -uroot < deploy/mysql/grants.sql
 -- '%' lets each user in from any host: narrow it to where the service runs (a subnet such as

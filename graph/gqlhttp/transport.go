@@ -5,6 +5,7 @@
 package gqlhttp
 
 import (
+	"encoding/json"
 	"net/http"
 	"net/url"
 	"strings"
@@ -77,6 +78,7 @@ func (t specTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.G
 		writeRequestError(w, media, apiErr)
 		return
 	}
+	r = moveDocumentID(r)
 	held := &heldAnswer{ResponseWriter: w}
 	x := &exchange{writer: specWriter{ResponseWriter: held, media: media}}
 	x.exec = specExecutor{GraphExecutor: exec, w: &x.writer, queriesOnly: true}
@@ -104,7 +106,7 @@ var (
 // most once (gqlgen's transport would run the first), and the JSON of variables and extensions
 // as jsonbody.Check reads it.
 func checkGetParams(q url.Values) *apierr.Error {
-	for _, name := range []string{"query", "operationName", "variables", "extensions"} {
+	for _, name := range []string{"query", "operationName", "variables", "extensions", "documentId"} {
 		if len(q[name]) > 1 {
 			return apierr.Invalid("the %s parameter must be given at most once", name)
 		}
@@ -117,6 +119,28 @@ func checkGetParams(q url.Values) *apierr.Error {
 		}
 	}
 	return nil
+}
+
+// moveDocumentID returns r with its documentId parameter, if any, moved into its extensions
+// parameter (withDocumentID), which checkGetParams has checked.
+func moveDocumentID(r *http.Request) *http.Request {
+	q := r.URL.Query()
+	id, ok := q["documentId"]
+	if !ok {
+		return r
+	}
+	var ext map[string]any
+	if text := q.Get("extensions"); text != "" {
+		_ = json.Unmarshal([]byte(text), &ext)
+	}
+	b, _ := json.Marshal(withDocumentID(ext, id[0]))
+	q.Set("extensions", string(b))
+	q.Del("documentId")
+	u := *r.URL
+	u.RawQuery = q.Encode()
+	r = r.Clone(r.Context())
+	r.URL = &u
+	return r
 }
 
 // doPost runs the operation of a POST, as gqlgen's transport.POST does.
