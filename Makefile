@@ -121,7 +121,8 @@ check-generated: generate
 # Runs the differential tests and fuzz seeds that hold each fast path to the library path it
 # replaces (docs/architecture.md, "Fast paths"): after any gqlgen or gqlparser upgrade.
 check-fastpaths:
-	$(GO) test -count=1 -run '^(TestFlatPetsMatchGeneric|FuzzPlainFlatPlan|FuzzGQLString|TestNoFieldInterceptors|TestGeneratedListsUseMarshalList|TestPetAddedMatchesGeneric|FuzzPetAdded|TestGeneratedPetAddedUsesMarshalPetAdded)$$' ./graph/
+	$(GO) test -count=1 -run '^(TestFlatListsMatchGeneric|FuzzFlatLists|TestDirectSkipsNoInterceptor|FuzzPlainFlatPlan|FuzzGQLString|TestNoFieldInterceptors|TestGeneratedListsUseMarshalList|TestPetAddedMatchesGeneric|FuzzPetAdded|TestGeneratedPetAddedUsesMarshalPetAdded)$$' ./graph/
+	$(GO) test -count=1 -run '^(FuzzWriteResponse|TestPlainResponseTaken)$$' ./graph/gqlhttp/
 
 # Runs every fuzz target of the module's packages for FUZZTIME each, found by name (func FuzzX
 # in a test file), so that a new one is never left out; their seed corpora run in every `make test`.

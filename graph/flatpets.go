@@ -19,11 +19,12 @@ import (
 // So a list of pets whose selection is flat (scalar fields of Pet only, however they are
 // spelled: aliases, fragments, @skip and @include) is written straight from the structs, by
 // the same marshalling functions gqlgen uses. The output is byte for byte what gqlgen
-// writes (TestFlatPetsMatchGeneric compares the two; FuzzPlainFlatPlan compares the plans).
+// writes (TestFlatListsMatchGeneric and FuzzFlatLists run both paths; FuzzPlainFlatPlan
+// compares the plans).
 //
 // The flat path runs no field interceptors: NewHandler registers none
-// (TestNoFieldInterceptors) but Options.Tracer, which spans resolvers only. Anything else, such as a selection with a deferred fragment, or a
-// nil element, takes gqlgen's path.
+// (TestNoFieldInterceptors) but Options.Tracer, which spans resolvers only. Anything else,
+// such as a selection with a deferred fragment, or a nil element, takes gqlgen's path.
 
 // petField is a field of Pet that the flat path writes.
 type petField uint8

@@ -39,6 +39,30 @@ func TestNoFieldInterceptors(t *testing.T) {
 	}
 }
 
+// TestDirectSkipsNoInterceptor checks what the direct path (direct.go) assumes: besides
+// operationRefusals, which acts on answers without data alone, no extension of the handler,
+// a gate's included, intercepts operations, root fields or responses, which the direct path
+// would skip.
+func TestDirectSkipsNoInterceptor(t *testing.T) {
+	opts := DefaultOptions().withDefaults()
+	opts.Gate = nopGate{}
+	for _, ext := range extensions(opts, graphql.NoCache[*ast.QueryDocument]{}, nil) {
+		_, ops := ext.(graphql.OperationInterceptor)
+		_, roots := ext.(graphql.RootFieldInterceptor)
+		_, resps := ext.(graphql.ResponseInterceptor)
+		if _, refusals := ext.(operationRefusals); ops || roots || (resps && !refusals) {
+			t.Errorf("extension %s intercepts operations, root fields or responses: the direct path would skip it", ext.ExtensionName())
+		}
+	}
+}
+
+// nopGate is an OperationGate that charges nothing.
+type nopGate struct{}
+
+func (nopGate) Charge(context.Context, int) error { return nil }
+func (nopGate) Admitted(context.Context)          {}
+func (nopGate) Refused(context.Context)           {}
+
 // FuzzGQLString checks that appendGQLString writes any string as graphql.MarshalString does.
 func FuzzGQLString(f *testing.F) {
 	for _, s := range []string{"", "Rex", `a"b\c`, "\x00\x01\t\n\r\x1f\x7f", "ü🐕", "\xff\xfe", "\u2028<>&"} {

@@ -40,12 +40,13 @@ type RequestMeter interface {
 // through the request's RequestMeter, the ResponseWriter, when it is one; else through gate.
 type meteredTransport struct {
 	graphql.Transport
-	gate OperationGate // nil for none
+	gate   OperationGate // nil for none
+	direct *directExec   // nil: every operation on gqlgen's executor
 }
 
 // Do serves r with an executor that charges its operations.
 func (t meteredTransport) Do(w http.ResponseWriter, r *http.Request, exec graphql.GraphExecutor) {
-	e := &meteredExecutor{GraphExecutor: exec, gate: t.gate}
+	e := &meteredExecutor{GraphExecutor: exec, gate: t.gate, direct: t.direct}
 	e.meter, _ = w.(RequestMeter)
 	t.Transport.Do(w, r, e)
 }
@@ -57,8 +58,9 @@ func (t meteredTransport) Do(w http.ResponseWriter, r *http.Request, exec graphq
 // request too. The answers of queries and mutations carry the cost in extensions.cost.
 type meteredExecutor struct {
 	graphql.GraphExecutor
-	meter RequestMeter  // the request's, over HTTP; nil for none
-	gate  OperationGate // the connection's, when meter is nil; nil for none
+	meter  RequestMeter  // the request's, over HTTP; nil for none
+	gate   OperationGate // the connection's, when meter is nil; nil for none
+	direct *directExec   // nil: every operation on gqlgen's executor
 }
 
 // CreateOperationContext parses, validates and checks the operation of params, then charges it.
@@ -92,13 +94,13 @@ func (e *meteredExecutor) charge(ctx context.Context, cost int) error {
 	return nil
 }
 
-// DispatchOperation runs the operation of opCtx, the cost of a query or mutation in its
-// answer's extensions.
+// DispatchOperation runs the operation of opCtx (directly when it can: dispatch), the cost of a
+// query or mutation in its answer's extensions.
 func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
-	next, ctx := e.GraphExecutor.DispatchOperation(ctx, opCtx)
 	if opCtx.Operation.Operation == ast.Subscription {
-		return next, ctx
+		return e.GraphExecutor.DispatchOperation(ctx, opCtx)
 	}
+	next, ctx := e.dispatch(ctx, opCtx)
 	cost := operationCost(opCtx)
 	return func(ctx context.Context) *graphql.Response { return withCost(next(ctx), cost) }, ctx
 }

@@ -59,8 +59,9 @@ type Options struct {
 	DocumentsMode DocumentsMode
 	// Tracer, when not nil, is installed first, to span operations and resolvers
 	// (tracing.Tracer.GraphQL). If it intercepts fields, it must act on resolvers only
-	// (graphql.FieldContext.IsResolver): the flat path of a list of pets skips it for Pet's fields,
-	// and so does the shared rendering of a petAdded event for PetAdded's and Pet's.
+	// (graphql.FieldContext.IsResolver): the flat paths of lists of pets and of edges skip it
+	// for Pet's and PetEdge's fields, and so does the shared rendering of a petAdded event for
+	// PetAdded's and Pet's.
 	Tracer graphql.HandlerExtension
 }
 
@@ -136,7 +137,11 @@ func NewHandler(r *Resolver, opts Options) http.Handler {
 	es := NewExecutableSchema(cfg)
 	srv := handler.New(es)
 	srv.AddTransport(transport.Options{})
-	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate} }
+	var direct *directExec // direct.go
+	if opts.Tracer == nil && !r.genericLists {
+		direct = &directExec{r: r, es: es.(*executableSchema), pages: map[string]*directPage{}}
+	}
+	metered := func(t graphql.Transport) graphql.Transport { return meteredTransport{t, opts.Gate, direct} }
 	if opts.Websocket != nil {
 		srv.AddTransport(metered(*opts.Websocket)) // first: an upgrade is a GET
 	}

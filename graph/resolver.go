@@ -16,6 +16,9 @@ type Resolver struct {
 	pets      *pets.Store
 	live      Subscriber
 	published func(id int64)
+	// genericLists turns the flat paths of lists off (marshalList): the reference that tests
+	// hold them to.
+	genericLists bool
 }
 
 // ResolverOptions are what a Resolver serves besides the pets it stores.

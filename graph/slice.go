@@ -11,12 +11,21 @@ import (
 
 // marshalList marshals the elements of a list field: `make generate` points the generated
 // list marshallers here (tools/gqlgen), in place of gqlgen's
-// MarshalSliceConcurrently. A list of pets whose selection is flat takes marshalFlatPets;
-// every other list is marshalled element by element by marshalSlice.
+// MarshalSliceConcurrently. A list of pets whose selection is flat takes marshalFlatPets, a
+// list of edges whose selection is flat marshalFlatEdges; every other list, and every list of
+// a Resolver made genericLists (the tests' reference), is marshalled element by element by
+// marshalSlice.
 func marshalList[T any](ec *executionContext, ctx context.Context, sel ast.SelectionSet, v []T, marshalElement func(ctx context.Context, i int) graphql.Marshaler) graphql.Array {
-	if pets, ok := any(v).([]*models.Pet); ok {
-		if ret := ec.marshalFlatPets(sel, pets); ret != nil {
-			return ret
+	if r, ok := ec.Resolvers.(*Resolver); !ok || !r.genericLists {
+		switch v := any(v).(type) {
+		case []*models.Pet:
+			if ret := ec.marshalFlatPets(sel, v); ret != nil {
+				return ret
+			}
+		case []*PetEdge:
+			if ret := ec.marshalFlatEdges(sel, v); ret != nil {
+				return ret
+			}
 		}
 	}
 	return marshalSlice(ctx, len(v), marshalElement)

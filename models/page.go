@@ -48,12 +48,18 @@ const cursorPrefix = "pet:v1:"
 // EncodeCursor returns the cursor that pages on after the pet with id: one allocation, the
 // string, its text and encoding made on the stack.
 func EncodeCursor(id int64) string {
+	var enc [MaxCursorBytes]byte
+	return string(AppendCursor(enc[:0], id))
+}
+
+// MaxCursorBytes is the length of the longest cursor: the encoding of the prefix and any int64.
+const MaxCursorBytes = (len(cursorPrefix) + 20 + 2) / 3 * 4
+
+// AppendCursor appends the cursor of EncodeCursor to b: the cursors of a page are made into
+// one buffer.
+func AppendCursor(b []byte, id int64) []byte {
 	var text [len(cursorPrefix) + 20]byte // the prefix and any int64
-	b := strconv.AppendInt(append(text[:0], cursorPrefix...), id, 10)
-	var enc [(len(text)*8 + 5) / 6]byte
-	n := base64.RawURLEncoding.EncodedLen(len(b))
-	base64.RawURLEncoding.Encode(enc[:n], b)
-	return string(enc[:n])
+	return base64.RawURLEncoding.AppendEncode(b, strconv.AppendInt(append(text[:0], cursorPrefix...), id, 10))
 }
 
 // DecodeCursor returns the id that cursor pages on after: 0 for none (nil), an

@@ -19,6 +19,8 @@ const (
 	rowListRedis  = "list-redis"
 	rowList       = "list"
 	rowGraphQL    = "graphql"
+	rowList100    = "list-100"
+	rowGQLConn    = "graphql-conn"
 	rowListSold   = "list-sold"
 	rowGet        = "get"
 	rowListSQLite = "list-sqlite"
@@ -30,7 +32,7 @@ const (
 
 // rowIDs lists the values -only accepts.
 func rowIDs() []string {
-	return []string{rowListRedis, rowList, rowGraphQL, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
+	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
 }
 
 // row is one line of the table: a workload on one database, run against some servers in turn.
@@ -115,7 +117,7 @@ func (b *bench) setUp(ctx context.Context) error {
 
 // layOutMySQL seeds the MySQL database and adds its rows.
 func (b *bench) layOutMySQL(ctx context.Context) error {
-	ids := []string{rowListRedis, rowGraphQL, rowList, rowListSold, rowGet, rowPost, rowRSS}
+	ids := []string{rowListRedis, rowGraphQL, rowList, rowList100, rowGQLConn, rowListSold, rowGet, rowPost, rowRSS}
 	if !slices.ContainsFunc(ids, b.wants) {
 		return nil
 	}
@@ -150,6 +152,8 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	}
 	b.add(rowList, "REST GET /v1/pets?limit=20 · MySQL", loadgen.List, all...)
 	b.add(rowGraphQL, "GraphQL pets(limit:20) · MySQL", loadgen.GraphQL, svc, svcOff)
+	b.add(rowList100, "REST GET /v1/pets?limit=100 · MySQL", loadgen.List100, svc, svcOff)
+	b.add(rowGQLConn, "GraphQL petsConnection(first:100) · MySQL", loadgen.GraphQLConn, svc, svcOff)
 	b.add(rowListSold, "REST ?status=sold&limit=100 · MySQL", loadgen.ListSold, all...)
 	b.add(rowGet, "REST GET /v1/pets/{id} · MySQL", loadgen.Get, svc, direct, raw)
 	b.add(rowPost, "REST POST /v1/pets · MySQL", loadgen.Post, svc, direct, raw)

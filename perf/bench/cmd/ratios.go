@@ -42,6 +42,7 @@ func (rep *report) addRatios(res *results) {
 	rep.addMemory(res)
 	rep.add(fmt.Sprintf("%s p50 latency, cache off, %s", far, first), off(rowPageFar), off(rowPageFirst), p50, "<=", 1.2)
 	rep.add("Redis limiter / in-process limiter, cache off (req/s)", off(rowListRedis), listOff, rps, ">=", 0.90)
+	rep.addSamePage(svc, off, cpu)
 
 	rep.add("REST list: cache on / cache off (req/s)", list, listOff, rps, "", 0)
 	rep.add("GraphQL list: cache on / cache off (req/s)", svc(rowGraphQL), off(rowGraphQL), rps, "", 0)
@@ -59,6 +60,19 @@ func (rep *report) addRatios(res *results) {
 	rep.addPair("SQLite REST list: service / direct / raw (req/s)", sqlite, sqliteDirect, rps, sqliteRaw, rps)
 	rep.addPair("SQLite REST list, cache off: service / direct / raw (req/s)", sqliteOff, sqliteDirect, rps, sqliteRaw, rps)
 	rep.addDriver()
+}
+
+// addSamePage adds GraphQL's CPU time per request beside REST's for the same page, pets(limit:20)
+// beside ?limit=20 and petsConnection(first:100) beside ?limit=100, with the page cache on and
+// off (issue 36): each within 1.25 times.
+func (rep *report) addSamePage(svc, off func(string) cellKey, cpu func(loadgen.Summary) float64) {
+	for _, p := range []struct{ name, gql, rest string }{
+		{"pets(limit:20) / ?limit=20", rowGraphQL, rowList},
+		{"petsConnection(first:100) / ?limit=100", rowGQLConn, rowList100},
+	} {
+		rep.add("GraphQL "+p.name+", CPU per request, cache on", svc(p.gql), svc(p.rest), cpu, "<=", 1.25)
+		rep.add("GraphQL "+p.name+", CPU per request, cache off", off(p.gql), off(p.rest), cpu, "<=", 1.25)
+	}
 }
 
 // addMemory adds the service's resident memory after the mixed load, its page cache filled.

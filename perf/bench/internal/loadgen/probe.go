@@ -50,7 +50,7 @@ func Check(workload string, a Answer) error {
 	switch workload {
 	case Post:
 		want, shape = http.StatusCreated, '{'
-	case Get, GraphQL:
+	case Get, GraphQL, GraphQLConn:
 		shape = '{'
 	case Mix:
 		return nil
@@ -59,13 +59,14 @@ func Check(workload string, a Answer) error {
 	if a.Status != want || len(body) == 0 || body[0] != shape {
 		return fmt.Errorf("%s: got %d %.200s; want %d and a JSON %c...", workload, a.Status, body, want, shape)
 	}
-	if workload == GraphQL {
+	if workload == GraphQL || workload == GraphQLConn {
 		var gql struct {
-			Data   *struct{ Pets []json.RawMessage }
+			Data   map[string]json.RawMessage
 			Errors []json.RawMessage
 		}
-		if err := json.Unmarshal(body, &gql); err != nil || gql.Data == nil || len(gql.Errors) > 0 {
-			return fmt.Errorf("graphql: got %.200s; want data.pets and no errors", body)
+		field := map[string]string{GraphQL: "pets", GraphQLConn: "petsConnection"}[workload]
+		if err := json.Unmarshal(body, &gql); err != nil || gql.Data[field] == nil || len(gql.Errors) > 0 {
+			return fmt.Errorf("%s: got %.200s; want data.%s and no errors", workload, body, field)
 		}
 	}
 	return nil

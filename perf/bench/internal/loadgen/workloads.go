@@ -11,19 +11,26 @@ const (
 	ListSold = "list-sold" // GET /v1/pets?status=sold&limit=100
 	Post     = "post"      // POST /v1/pets, a unique name each time
 	GraphQL  = "graphql"   // POST /v1/graphql { pets(limit:20) { id name categoryId status } }
-	Get      = "get"       // GET /v1/pets/{petId} over a range of ids
-	Page     = "page"      // GET of one fixed page path (Params.Path), found with FindPage
-	Mix      = "mix"       // list, list-sold, graphql, post and get in turn (service only)
+	List100  = "list-100"  // GET /v1/pets?limit=100
+	// GraphQLConn is POST /v1/graphql of petsConnection(first:100): the page of List100.
+	GraphQLConn = "graphql-conn"
+	Get         = "get"  // GET /v1/pets/{petId} over a range of ids
+	Page        = "page" // GET of one fixed page path (Params.Path), found with FindPage
+	Mix         = "mix"  // list, list-sold, graphql, post and get in turn (service only)
 )
 
 // Workloads lists every workload name.
-var Workloads = []string{List, ListSold, Post, GraphQL, Get, Page, Mix}
+var Workloads = []string{List, ListSold, Post, GraphQL, List100, GraphQLConn, Get, Page, Mix}
 
 // Paths and bodies of the workloads.
 const (
 	ListPath     = "/v1/pets?limit=20"
 	ListSoldPath = "/v1/pets?status=sold&limit=100"
 	GraphQLBody  = `{"query":"{ pets(limit:20) { id name categoryId status } }"}`
+	List100Path  = "/v1/pets?limit=100"
+	// GraphQLConnBody asks for the page of List100Path as a front end pages: each pet with its
+	// cursor, and whether more follow.
+	GraphQLConnBody = `{"query":"{ petsConnection(first:100) { edges { cursor node { id name categoryId status } } pageInfo { hasNextPage endCursor } } }"}`
 )
 
 // Params are what the workloads need besides the server's address and key.
@@ -45,6 +52,10 @@ func Build(name string, p Params) (Builder, error) {
 		return fixed(p, "GET", ListSoldPath, ""), nil
 	case GraphQL:
 		return fixed(p, "POST", "/v1/graphql", GraphQLBody), nil
+	case List100:
+		return fixed(p, "GET", List100Path, ""), nil
+	case GraphQLConn:
+		return fixed(p, "POST", "/v1/graphql", GraphQLConnBody), nil
 	case Page:
 		if p.Path == "" {
 			return nil, fmt.Errorf("workload %s needs a page path", name)
