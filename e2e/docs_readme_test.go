@@ -376,7 +376,7 @@ type lineProcess struct {
 // startLines starts name with args in dir (the test's when empty) and env (the test's when
 // nil), in a process group of its own, so that stop ends the commands a shell started too; it
 // is stopped when t ends.
-func startLines(t *testing.T, dir string, env []string, name string, args ...string) *lineProcess {
+func startLines(t testing.TB, dir string, env []string, name string, args ...string) *lineProcess {
 	t.Helper()
 	cmd := exec.Command(name, args...)
 	cmd.Dir, cmd.Env = dir, env
@@ -416,7 +416,7 @@ func startLines(t *testing.T, dir string, env []string, name string, args ...str
 }
 
 // fatalf stops p and fails t with the lines of p not read yet and what p wrote to stderr.
-func (p *lineProcess) fatalf(t *testing.T, format string, args ...any) {
+func (p *lineProcess) fatalf(t testing.TB, format string, args ...any) {
 	t.Helper()
 	p.stop()
 	var unread []string
@@ -443,7 +443,7 @@ func (p *lineProcess) waitSubscribed(t *testing.T, base string, n int, what stri
 }
 
 // next returns the next line p, the command what, prints, before deadline.
-func (p *lineProcess) next(t *testing.T, deadline <-chan time.Time, what string) string {
+func (p *lineProcess) next(t testing.TB, deadline <-chan time.Time, what string) string {
 	t.Helper()
 	select {
 	case line, ok := <-p.lines:

@@ -12,14 +12,14 @@ import (
 // nodePackages returns node and tools/readme-js/node_modules, the packages of the Node snippets
 // of README.md and docs/subscriptions.md. Where either is missing it skips t, naming installer
 // (what installs them), or fails it when required.
-func nodePackages(t *testing.T, required bool, installer string) (node, modules string) {
+func nodePackages(t testing.TB, required bool, installer string) (node, modules string) {
 	t.Helper()
 	return nodeTool(t, "readme-js", required, installer)
 }
 
 // nodeTool returns node and tools/NAME/node_modules, skipping t (naming installer) or failing
 // it when required, where either is missing.
-func nodeTool(t *testing.T, name string, required bool, installer string) (node, modules string) {
+func nodeTool(t testing.TB, name string, required bool, installer string) (node, modules string) {
 	t.Helper()
 	modules, err := filepath.Abs("../tools/" + name + "/node_modules")
 	if err != nil {
@@ -41,7 +41,7 @@ func nodeTool(t *testing.T, name string, required bool, installer string) (node,
 
 // startNodeSnippet runs snippet as subscribe.mjs with node, in a directory of its own whose
 // node_modules is modules, with env; it is stopped when t ends.
-func startNodeSnippet(t *testing.T, node, modules, snippet string, env []string) *lineProcess {
+func startNodeSnippet(t testing.TB, node, modules, snippet string, env []string) *lineProcess {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.Symlink(modules, filepath.Join(dir, "node_modules")); err != nil {

@@ -136,7 +136,7 @@ func burstPets(t *testing.T, s *liveServer, db *store.DB, n int) int64 {
 func cursorOf(id int64) string { return models.EncodeCursor(id) }
 
 // metricsText returns the /metrics page.
-func metricsText(t *testing.T, base string) string {
+func metricsText(t testing.TB, base string) string {
 	resp, err := http.Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/graph/gqlhttp"
+	"petstore/live"
 )
 
 // OperationGate charges the operations sent on a connection and watches how they end. Each
@@ -95,10 +96,18 @@ func (e *meteredExecutor) charge(ctx context.Context, cost int) error {
 }
 
 // DispatchOperation runs the operation of opCtx (directly when it can: dispatch), the cost of a
-// query or mutation in its answer's extensions.
+// query or mutation in its answer's extensions. A subscription's responses wait for its next
+// event first, through a live.Relay, before gqlgen's interceptors run: its goroutine idles on
+// a small stack.
 func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
 	if opCtx.Operation.Operation == ast.Subscription {
-		return e.GraphExecutor.DispatchOperation(ctx, opCtx)
+		ctx, relay := live.WithRelay(ctx)
+		var next graphql.ResponseHandler
+		onFreshStack(func() { next, ctx = e.GraphExecutor.DispatchOperation(ctx, opCtx) })
+		return func(ctx context.Context) *graphql.Response {
+			relay.Wait(ctx)
+			return next(ctx)
+		}, ctx
 	}
 	next, ctx := e.dispatch(ctx, opCtx)
 	cost := operationCost(opCtx)
@@ -159,4 +168,24 @@ func (g operationRefusals) InterceptResponse(ctx context.Context, next graphql.R
 		g.gate.Refused(ctx)
 	}
 	return resp
+}
+
+// onFreshStack runs f on a goroutine of its own, which ends, and waits for it; a panic of f
+// goes on in the caller. The stack f needs (a subscription's start: its resolver, database
+// statements, caps) grows that goroutine's, not the caller's, which then idles on the stack it
+// started with.
+func onFreshStack(f func()) {
+	var p any
+	done := make(chan struct{})
+	go func() {
+		defer func() {
+			p = recover()
+			close(done)
+		}()
+		f()
+	}()
+	<-done
+	if p != nil {
+		panic(p)
+	}
 }

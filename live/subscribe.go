@@ -15,8 +15,8 @@ var ErrShuttingDown = &apierr.Error{Code: apierr.Unavailable, Message: "the inst
 
 // Subscribe returns the events of the pets added from now on (of status when it is not nil),
 // after the pets above afterID when resume is true, until ctx ends or c is cut off, when the
-// channel is closed. It returns an unavailable error while the database cannot tell where to
-// start.
+// channel is closed; under a Relay (WithRelay), the Relay's channel. It returns an unavailable
+// error while the database cannot tell where to start.
 func (h *Hub) Subscribe(ctx context.Context, c Conn, status *models.PetStatus, afterID int64, resume bool) (<-chan *Event, error) {
 	s := &sub{hub: &h.fanOut, ctx: ctx, conn: c, status: status, ch: make(chan *Event, h.opts.Buffer), catching: resume,
 		sent: afterID, queued: afterID}
@@ -29,7 +29,7 @@ func (h *Hub) Subscribe(ctx context.Context, c Conn, status *models.PetStatus, a
 	if resume {
 		go s.resume(ctx, afterID, true)
 	}
-	return s.ch, nil
+	return relayed(ctx, s.ch), nil
 }
 
 // join registers s. The first subscription of an idle Hub sets the mark to the highest id

@@ -96,9 +96,22 @@ func (r *Server) hijack(c *gin.Context, st *wsState, h http.Handler) error {
 		_ = conn.Close()
 		return nil
 	}
-	go w.serve(h, req, cancel)
+	go w.serve(h, slimRequest(req), cancel)
 	return nil
 }
+
+// slimRequest returns what gqlgen's transport needs of the upgrade req, accepted already, for
+// as long as the socket lives: its context, method, URL, host, client address and the Upgrade
+// header by which gqlgen picks the transport (upgradeHeader, shared: gqlgen only reads it).
+// The rest of the handshake, its header block above all, is left to the collector.
+func slimRequest(req *http.Request) *http.Request {
+	slim := &http.Request{Method: req.Method, URL: req.URL, Proto: req.Proto, ProtoMajor: req.ProtoMajor,
+		ProtoMinor: req.ProtoMinor, Host: req.Host, RemoteAddr: req.RemoteAddr, Header: upgradeHeader}
+	return slim.WithContext(req.Context())
+}
+
+// upgradeHeader is the header of every slimRequest.
+var upgradeHeader = http.Header{"Upgrade": {"websocket"}}
 
 // Handshake returns the 400 of a request that is not a WebSocket handshake the service
 // accepts: Connection: Upgrade, Sec-WebSocket-Key and Sec-WebSocket-Version: 13, and an Origin
