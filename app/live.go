@@ -10,6 +10,8 @@ import (
 	"petstore/clientaddr"
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/conns"
+	"petstore/live/wire"
 	"petstore/observe"
 	"petstore/ratelimit"
 	"petstore/store"
@@ -21,14 +23,16 @@ import (
 const LiveChannel = "live:pets-added"
 
 // subscriptions are the wired petAdded subscription: the Hub that the resolver's writes feed,
-// the Registry of its connections, and the WebSocket transport that authenticates them.
+// the Registry of its connections, the Server that carries them (WebSockets and SSE streams)
+// and its WebSocket transport, which authenticates them.
 type subscriptions struct {
-	hub *live.Hub
-	reg *live.Registry
-	ws  transport.Websocket
+	hub  *live.Hub
+	reg  *conns.Registry
+	wire *wire.Server
+	ws   transport.Websocket
 }
 
-// newLive wires the petAdded subscription (package live): a Hub that reads the pets of
+// newLive wires the petAdded subscription (package live and its conns and wire): a Hub that reads the pets of
 // petStore, fanned out through rdb when it is not nil (on LiveChannel after the rate limiter's
 // key prefix), and the Registry of its connections, authenticated by authn and charged by
 // limiter, whose caps hold on every instance sharing rdb (leases under the rate limiter's key
@@ -36,31 +40,33 @@ type subscriptions struct {
 // cfg says.
 func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, petStore *pets.Store,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics) (subscriptions, error) {
-	lm := live.NewMetrics()
-	if err := metrics.Register(lm.Collectors()...); err != nil {
+	lm, cm := live.NewMetrics(), conns.NewMetrics()
+	if err := metrics.Register(append(lm.Collectors(), cm.Collectors()...)...); err != nil {
 		return subscriptions{}, err
 	}
 	rl := cfg.RateLimit
-	caps := live.DefaultCaps()
+	caps := conns.DefaultCaps()
 	caps.PendingPerAddr = cfg.WSPendingPerAddr
 	hubOpts := live.HubOptions{Read: petStore.After, LastID: petStore.LastID, Metrics: lm}
-	regOpts := live.RegistryOptions{
+	regOpts := conns.RegistryOptions{
 		Caps:      caps,
 		Capacity:  liveCapacity(cfg),
-		Check:     live.KeyCheck(db.DB, limiter.Suspended),
+		Check:     conns.KeyCheck(db.DB, limiter.Suspended),
 		Charge:    limiter.Charge,
 		FailOpen:  rl.FailOpen,
 		PingEvery: cfg.WSPingInterval,
+		Metrics:   cm,
 	}
 	if rdb != nil {
 		hubOpts.Bus = live.NewRedisBus(rdb, rl.RedisKeyPrefix+LiveChannel)
-		regOpts.Leases = live.NewLeases(rdb, rl.RedisKeyPrefix)
+		regOpts.Leases = conns.NewLeases(rdb, rl.RedisKeyPrefix)
 	}
 	hub := live.NewHub(hubOpts)
-	reg := live.NewRegistry(hub, regOpts)
-	ws := reg.Websocket(func(ctx context.Context, header string) (*auth.Principal, error) {
+	reg := conns.NewRegistry(hub, regOpts)
+	srv := wire.New(reg)
+	ws := srv.Websocket(func(ctx context.Context, header string) (*auth.Principal, error) {
 		addr, _ := clientaddr.FromContext(ctx) // the upgrade's
 		return limiter.Authenticate(ctx, addr, header, authn.Resolve)
 	})
-	return subscriptions{hub: hub, reg: reg, ws: ws}, nil
+	return subscriptions{hub: hub, reg: reg, wire: srv, ws: ws}, nil
 }

@@ -10,18 +10,18 @@ import (
 	"strings"
 
 	"petstore/config"
-	"petstore/live"
+	"petstore/live/conns"
 )
 
 // cgroupRoot is where the process's control groups are mounted (a container's own).
 const cgroupRoot = "/sys/fs/cgroup"
 
-// liveCapacity returns what the instance holds of live connections (live.Capacity): cfg's
+// liveCapacity returns what the instance holds of live connections (conns.Capacity): cfg's
 // PETSTORE_LIVE_CONNECTIONS_MAX and PETSTORE_WS_PENDING_MAX where set, else sized from the
 // memory the process may use (memoryLimit), which it logs.
-func liveCapacity(cfg config.Config) live.Capacity {
+func liveCapacity(cfg config.Config) conns.Capacity {
 	mem := memoryLimit(debug.SetMemoryLimit(-1), cgroupRoot)
-	c := live.CapacityFor(mem)
+	c := conns.CapacityFor(mem)
 	if cfg.LiveConnectionsMax > 0 {
 		c.Connections, c.Pending = cfg.LiveConnectionsMax, max(cfg.LiveConnectionsMax/2, 1)
 	}
@@ -34,7 +34,7 @@ func liveCapacity(cfg config.Config) live.Capacity {
 
 // memoryLimit returns the memory the process may use: the smaller of goLimit (GOMEMLIMIT,
 // math.MaxInt64 when unset) and the limit of its memory cgroup under root (memory.max of
-// cgroup v2, else memory/memory.limit_in_bytes of v1), or live.DefaultMemory when neither sets
+// cgroup v2, else memory/memory.limit_in_bytes of v1), or conns.DefaultMemory when neither sets
 // one.
 func memoryLimit(goLimit int64, root string) int64 {
 	limit := goLimit
@@ -45,7 +45,7 @@ func memoryLimit(goLimit int64, root string) int64 {
 		}
 	}
 	if limit <= 0 || limit >= math.MaxInt64/2 { // cgroup v1 writes "no limit" as a page-aligned MaxInt64
-		return live.DefaultMemory
+		return conns.DefaultMemory
 	}
 	return limit
 }

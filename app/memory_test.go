@@ -6,11 +6,11 @@ import (
 	"path/filepath"
 	"testing"
 
-	"petstore/live"
+	"petstore/live/conns"
 )
 
 // TestMemoryLimit: the smaller of GOMEMLIMIT and the cgroup's limit (v2, else v1), and
-// live.DefaultMemory when neither sets one.
+// conns.DefaultMemory when neither sets one.
 func TestMemoryLimit(t *testing.T) {
 	const mib = 1 << 20
 	for _, tc := range []struct {
@@ -19,16 +19,16 @@ func TestMemoryLimit(t *testing.T) {
 		files   map[string]string
 		want    int64
 	}{
-		{"nothing", math.MaxInt64, nil, live.DefaultMemory},
+		{"nothing", math.MaxInt64, nil, conns.DefaultMemory},
 		{"GOMEMLIMIT alone", 200 * mib, nil, 200 * mib},
 		{"v2 limit", math.MaxInt64, map[string]string{"memory.max": "268435456\n"}, 256 * mib},
-		{"v2 max", math.MaxInt64, map[string]string{"memory.max": "max\n"}, live.DefaultMemory},
+		{"v2 max", math.MaxInt64, map[string]string{"memory.max": "max\n"}, conns.DefaultMemory},
 		{"GOMEMLIMIT below v2", 200 * mib, map[string]string{"memory.max": "268435456\n"}, 200 * mib},
 		{"v2 below GOMEMLIMIT", 300 * mib, map[string]string{"memory.max": "268435456\n"}, 256 * mib},
 		{"v1 limit", math.MaxInt64, map[string]string{"memory/memory.limit_in_bytes": "536870912\n"}, 512 * mib},
-		{"v1 unlimited", math.MaxInt64, map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}, live.DefaultMemory},
+		{"v1 unlimited", math.MaxInt64, map[string]string{"memory/memory.limit_in_bytes": "9223372036854771712\n"}, conns.DefaultMemory},
 		{"v2 wins over v1", math.MaxInt64, map[string]string{"memory.max": "268435456", "memory/memory.limit_in_bytes": "1048576"}, 256 * mib},
-		{"unreadable", math.MaxInt64, map[string]string{"memory.max": "lots"}, live.DefaultMemory},
+		{"unreadable", math.MaxInt64, map[string]string{"memory.max": "lots"}, conns.DefaultMemory},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			root := t.TempDir()

@@ -20,7 +20,7 @@ import (
 	"petstore/graph"
 	"petstore/graph/guard"
 	"petstore/idempotency"
-	"petstore/live"
+	"petstore/live/wire"
 	"petstore/observe"
 	"petstore/playground"
 	"petstore/ratelimit"
@@ -240,10 +240,10 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		MetricsOff: cfg.MetricsAddr != "",
 		Ready:      p.db.Ready,
 		Draining:   p.drain.Draining,
-		Upgrade:    p.subs.reg.Upgrade(origins, p.limiter.ClientAddr, p.gql),
-		Keyless:    live.KeylessUpgrade(origins),
-		Stream:     p.subs.reg.Stream(p.gql),
-		Streams:    live.IsStream,
+		Upgrade:    p.subs.wire.Upgrade(origins, p.limiter.ClientAddr, p.gql),
+		Keyless:    wire.KeylessUpgrade(origins),
+		Stream:     p.subs.wire.Stream(p.gql),
+		Streams:    wire.IsStream,
 		Immutable:  cfg.PageCacheBytes != 0,
 		Webhooks:   p.hooks,
 	}, nil

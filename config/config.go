@@ -19,7 +19,7 @@ import (
 	"petstore/clientaddr"
 	"petstore/graph"
 	"petstore/idempotency"
-	"petstore/live"
+	"petstore/live/conns"
 	"petstore/ratelimit"
 	"petstore/secret"
 	"petstore/store"
@@ -48,8 +48,8 @@ type Config struct {
 	BodyTimeout        time.Duration // how long a client may take to send the whole request
 	WSPingInterval     time.Duration // how often every WebSocket is pinged; three without an answer close it
 	WSPendingPerAddr   int           // WebSockets without a valid key in their upgrade that one client address may hold before connection_init
-	WSPendingMax       int           // the same on the instance, whatever their addresses; 0: sized from memory (live.CapacityFor)
-	LiveConnectionsMax int           // WebSockets and SSE streams the instance holds; 0: sized from memory (live.CapacityFor)
+	WSPendingMax       int           // the same on the instance, whatever their addresses; 0: sized from memory (conns.CapacityFor)
+	LiveConnectionsMax int           // WebSockets and SSE streams the instance holds; 0: sized from memory (conns.CapacityFor)
 	LogLevel           slog.Level    // debug, info, warn or error
 	CORSOrigins        []string      // browser origins allowed to call the API; none by default
 	TrustedProxies     []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
@@ -95,8 +95,8 @@ func Default() Config {
 		ShutdownTimeout:  20 * time.Second,
 		HeaderTimeout:    5 * time.Second,
 		BodyTimeout:      30 * time.Second,
-		WSPingInterval:   live.DefaultPingEvery,
-		WSPendingPerAddr: live.DefaultPendingPerAddr,
+		WSPingInterval:   conns.DefaultPingEvery,
+		WSPendingPerAddr: conns.DefaultPendingPerAddr,
 		LogLevel:         slog.LevelInfo,
 		IdempotencyTTL:   24 * time.Hour,
 		APQTTL:           24 * time.Hour,

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"regexp"
 	"sort"
+	"strings"
 
 	"petstore/internal/jsonbody"
 )
@@ -43,7 +44,8 @@ var idPattern = regexp.MustCompile(`^[A-Za-z0-9._~:+/=-]+$`)
 // "format" is FormatApollo is Apollo's, any other object of strings codegen's. It returns the
 // documents in the manifest's order (codegen's by id), and an error naming what is wrong: not
 // JSON, an unknown format or version, an entry without id or body, an id repeated with another
-// body, or an id too long or with characters outside letters, digits and ._~:+/=-.
+// body, an id too long or with characters outside letters, digits and ._~:+/=-, or an id that
+// is a SHA-256 other than its body's.
 func Parse(data []byte) (entries []Entry, format string, err error) {
 	var probe struct {
 		Format json.RawMessage `json:"format"`
@@ -100,8 +102,9 @@ func parseCodegen(data []byte) ([]Entry, error) {
 	return entries, nil
 }
 
-// checkEntries refuses entries without an id or a body, with a bad id, or whose id repeats
-// with another body.
+// checkEntries refuses entries without an id or a body, with a bad id, whose id is a SHA-256
+// (bare or after "sha256:") other than its body's, which would name another body's document,
+// or whose id repeats with another body.
 func checkEntries(entries []Entry) error {
 	if len(entries) == 0 {
 		return errors.New("the manifest lists no documents")
@@ -115,6 +118,8 @@ func checkEntries(entries []Entry) error {
 			return fmt.Errorf("document %q: an id has at most %d letters, digits and ._~:+/=-", e.ID, MaxIDBytes)
 		case e.Body == "":
 			return fmt.Errorf("document %q has no body", e.ID)
+		case isHash(strings.TrimPrefix(e.ID, "sha256:")) && strings.TrimPrefix(e.ID, "sha256:") != Hash(e.Body):
+			return fmt.Errorf("document %q: an id that is a SHA-256 must be its body's, %s", e.ID, Hash(e.Body))
 		}
 		if body, ok := seen[e.ID]; ok && body != e.Body {
 			return fmt.Errorf("document %q is listed twice with different bodies", e.ID)
@@ -122,6 +127,12 @@ func checkEntries(entries []Entry) error {
 		seen[e.ID] = e.Body
 	}
 	return nil
+}
+
+// isHash reports whether s is a SHA-256 in lower-case hex, which names the document whose
+// body has it (Registry.Lookup, Registry.ByHash).
+func isHash(s string) bool {
+	return len(s) == 2*sha256.Size && strings.Trim(s, "0123456789abcdef") == ""
 }
 
 // Hash returns the hex SHA-256 of body: how a document sent as text, or by an automatic

@@ -13,6 +13,7 @@ import (
 
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/wire"
 	"petstore/testkit/dbtest"
 )
 
@@ -99,16 +100,16 @@ func TestPendingSocketTimesOutFromItsUpgrade(t *testing.T) {
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
 	c, br := rawUpgrade(t, strings.TrimPrefix(s.url, "http://"), "127.0.0.1")
 	upgraded := time.Now()
-	time.Sleep(live.InitTimeout - time.Second)
+	time.Sleep(wire.InitTimeout - time.Second)
 	if _, err := c.Write([]byte{0x81, 0x80 | 60}); err != nil { // a masked text frame of 60 bytes, its header begun
 		t.Fatal(err)
 	}
-	code, err := readClose(c, br, live.InitTimeout)
+	code, err := readClose(c, br, wire.InitTimeout)
 	if err != nil || code != live.CloseInitTimeout {
 		t.Fatalf("close %d (%v); want %d", code, err, live.CloseInitTimeout)
 	}
-	if after := time.Since(upgraded); after > live.InitTimeout+time.Second {
-		t.Fatalf("closed %v after the upgrade; want within %v", after.Round(time.Millisecond), live.InitTimeout)
+	if after := time.Since(upgraded); after > wire.InitTimeout+time.Second {
+		t.Fatalf("closed %v after the upgrade; want within %v", after.Round(time.Millisecond), wire.InitTimeout)
 	}
 }
 

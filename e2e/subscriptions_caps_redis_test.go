@@ -13,6 +13,7 @@ import (
 
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/conns"
 	"petstore/testkit/dbtest"
 )
 
@@ -70,7 +71,7 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 				// cannot put back every lease, and cuts off the connection holding them.
 				var kept *capsClient
 				var keptSubs []string
-				within(t, 2*live.RenewEvery+2*time.Second, "a connection over the cap cut off", func() bool {
+				within(t, 2*conns.RenewEvery+2*time.Second, "a connection over the cap cut off", func() bool {
 					switch code := wa.closeCode(); {
 					case code == live.CloseRetry:
 						kept, keptSubs = wb, []string{"1", "2"}
@@ -122,7 +123,7 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 			wb.runs("1")
 			// A renewal that met Redis still starting failed: the next one, a period later, puts
 			// the leases back.
-			within(t, 2*live.RenewEvery+2*time.Second, "a's leases renewed into the restarted Redis", func() bool {
+			within(t, 2*conns.RenewEvery+2*time.Second, "a's leases renewed into the restarted Redis", func() bool {
 				status, body, _, cancel := b.sseOpen(t, key)
 				cancel()
 				return status == http.StatusTooManyRequests && strings.Contains(body, "already holds")
@@ -192,20 +193,20 @@ func TestSubscriptionCapsRedisLosesData(t *testing.T) {
 			for _, cancel := range cancels {
 				cancel()
 			}
-			time.Sleep(live.RenewEvery)
+			time.Sleep(conns.RenewEvery)
 		}
 	}
 
 	renewed := time.Now()
-	if code, reason := wa.closeStatus(live.RenewEvery + 2*time.Second); code != live.CloseRetry || reason != live.ReasonOverCap {
-		t.Fatalf("a's WebSocket: close %d %q; want %d %q once a renews", code, reason, live.CloseRetry, live.ReasonOverCap)
+	if code, reason := wa.closeStatus(conns.RenewEvery + 2*time.Second); code != live.CloseRetry || reason != conns.ReasonOverCap {
+		t.Fatalf("a's WebSocket: close %d %q; want %d %q once a renews", code, reason, live.CloseRetry, conns.ReasonOverCap)
 	}
 	var tail []string
 	for e := range aEvents {
 		tail = append(tail, e)
 	}
 	t.Logf("a cut off %v after b's streams: %q", time.Since(renewed).Round(time.Millisecond), tail)
-	if len(tail) != 1 || tail[0] != ": "+live.ReasonOverCap {
+	if len(tail) != 1 || tail[0] != ": "+conns.ReasonOverCap {
 		t.Fatalf("a's stream ended with %q; want only a comment saying why (no complete: the client retries)", tail)
 	}
 	a.sseOverCap(t, key)

@@ -14,6 +14,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/conns"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -181,7 +182,7 @@ func TestSubscriptionCapsShutdown(t *testing.T) {
 }
 
 // TestSubscriptionCapsInstanceDies: an instance (a process of its own) holding a key's
-// subscriptions is killed; its leases, renewed no more, end within live.LeaseFor, and the key
+// subscriptions is killed; its leases, renewed no more, end within conns.LeaseFor, and the key
 // may subscribe on the other instance again, not before.
 func TestSubscriptionCapsInstanceDies(t *testing.T) {
 	t.Parallel()
@@ -224,16 +225,16 @@ func TestSubscriptionCapsInstanceDies(t *testing.T) {
 		waited := time.Since(killed)
 		if status == http.StatusOK {
 			t.Logf("free %v after the kill", waited.Round(10*time.Millisecond))
-			if waited < live.LeaseFor-live.RenewEvery-time.Second {
-				t.Fatalf("free %v after the kill; want the leases kept until at least %v", waited, live.LeaseFor-live.RenewEvery)
+			if waited < conns.LeaseFor-conns.RenewEvery-time.Second {
+				t.Fatalf("free %v after the kill; want the leases kept until at least %v", waited, conns.LeaseFor-conns.RenewEvery)
 			}
 			return
 		}
 		if status != http.StatusTooManyRequests || !strings.Contains(body, "already holds") {
 			t.Fatalf("after the kill: %d %s; want 429 over the cap until the leases end", status, body)
 		}
-		if waited > live.LeaseFor+2*time.Second {
-			t.Fatalf("still over the cap %v after the kill; want free within %v", waited, live.LeaseFor)
+		if waited > conns.LeaseFor+2*time.Second {
+			t.Fatalf("still over the cap %v after the kill; want free within %v", waited, conns.LeaseFor)
 		}
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/conns"
 	"petstore/testkit/dbtest"
 )
 
@@ -49,7 +50,7 @@ func TestWebSocketRateLimit(t *testing.T) {
 // TestWebSocketRefusedOperationsAreCharged: every operation sent on a WebSocket is charged
 // before it is parsed, refused ones too (documents that do not parse, validate or pass the
 // cost bound): the key's budget drops, it gets RATE_LIMITED once over, and can be suspended;
-// a socket that sends live.MaxRefusedInRow refused operations in a row is closed with 4400.
+// a socket that sends conns.MaxRefusedInRow refused operations in a row is closed with 4400.
 func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 	t.Parallel()
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
@@ -58,7 +59,7 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 	t.Run("charged, then closed", func(t *testing.T) {
 		minute := time.Now().Minute()
 		w := s.connect(t, s.key) // the socket is charged to the key at connection_init
-		codes, code, reason := sendRefused(t, w, live.MaxRefusedInRow)
+		codes, code, reason := sendRefused(t, w, conns.MaxRefusedInRow)
 		if code != live.CloseBadRequest || reason == "" {
 			t.Fatalf("close %d %q after %d refusals; want %d with a reason", code, reason, len(codes), live.CloseBadRequest)
 		}
@@ -68,8 +69,8 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 			}
 		}
 		status, left, _ := s.remaining(t, s.key)
-		if want := int(auth.Free.PerMinute) - 1 - live.MaxRefusedInRow - 1; status != http.StatusOK || (left != want && time.Now().Minute() == minute) {
-			t.Fatalf("after %d refused operations: %d, %d left; want 200 with %d left (each charged)", live.MaxRefusedInRow, status, left, want)
+		if want := int(auth.Free.PerMinute) - 1 - conns.MaxRefusedInRow - 1; status != http.StatusOK || (left != want && time.Now().Minute() == minute) {
+			t.Fatalf("after %d refused operations: %d, %d left; want 200 with %d left (each charged)", conns.MaxRefusedInRow, status, left, want)
 		}
 	})
 
@@ -77,7 +78,7 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 		w := s.connect(t, s.key)
 		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }"})
 		for range 2 {
-			if codes := sendRefusedOpen(t, w, live.MaxRefusedInRow-1); len(codes) != live.MaxRefusedInRow-1 {
+			if codes := sendRefusedOpen(t, w, conns.MaxRefusedInRow-1); len(codes) != conns.MaxRefusedInRow-1 {
 				t.Fatalf("got %d refusals", len(codes))
 			}
 			w.send(wsMsg{Type: "subscribe", ID: "q", Payload: p})
@@ -108,7 +109,7 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 				}
 				continue
 			}
-			codes, code, _ := sendRefused(t, &wsClient{t: t, c: c}, live.MaxRefusedInRow)
+			codes, code, _ := sendRefused(t, &wsClient{t: t, c: c}, conns.MaxRefusedInRow)
 			for _, c := range codes {
 				count[c]++
 			}
@@ -119,7 +120,7 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 				break
 			}
 		}
-		if count["RATE_LIMITED"] < live.MaxRefusedInRow-1 || count["KEY_SUSPENDED"]+count[fmt.Sprintf("close %d", live.CloseForbidden)] == 0 {
+		if count["RATE_LIMITED"] < conns.MaxRefusedInRow-1 || count["KEY_SUSPENDED"]+count[fmt.Sprintf("close %d", live.CloseForbidden)] == 0 {
 			t.Fatalf("refusals by code: %v; want RATE_LIMITED once over the 2 a minute, then KEY_SUSPENDED or close %d", count, live.CloseForbidden)
 		}
 		if status, _, body := s.remaining(t, key); status != http.StatusTooManyRequests || !strings.Contains(body, "key_suspended") {
@@ -219,16 +220,16 @@ func TestPersistedQueryHashesAreCharged(t *testing.T) {
 	awayFromMinuteEdge(t)
 	_, before, _ := s.remaining(t, s.key)
 	w := s.connect(t, s.key)
-	for i := range live.MaxRefusedInRow {
+	for i := range conns.MaxRefusedInRow {
 		w.rawSend(`{"type":"subscribe","id":"` + string(rune('a'+i)) + `","payload":{"extensions":{"persistedQuery":{"version":1,"sha256Hash":"` +
 			strings.Repeat("ab", 32) + `"}}}}`)
 	}
 	code, msgs := w.closeWithin(5 * time.Second)
 	if code != live.CloseBadRequest {
-		t.Fatalf("after %d hash-only operations: close %d, %d messages; want %d", live.MaxRefusedInRow, code, len(msgs), live.CloseBadRequest)
+		t.Fatalf("after %d hash-only operations: close %d, %d messages; want %d", conns.MaxRefusedInRow, code, len(msgs), live.CloseBadRequest)
 	}
 	// One request for the socket, one for each operation, one for this check.
-	if _, after, _ := s.remaining(t, s.key); before-after != live.MaxRefusedInRow+2 {
-		t.Fatalf("budget %d -> %d; want %d spent", before, after, live.MaxRefusedInRow+2)
+	if _, after, _ := s.remaining(t, s.key); before-after != conns.MaxRefusedInRow+2 {
+		t.Fatalf("budget %d -> %d; want %d spent", before, after, conns.MaxRefusedInRow+2)
 	}
 }

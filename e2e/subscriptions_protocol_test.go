@@ -14,6 +14,7 @@ import (
 	"petstore/auth"
 	"petstore/config"
 	"petstore/live"
+	"petstore/live/wire"
 	"petstore/testkit/dbtest"
 )
 
@@ -34,8 +35,8 @@ func TestWebSocketRefusals(t *testing.T) {
 		if code, _ := w.closeStatus(10 * time.Second); code != live.CloseInitTimeout {
 			t.Fatalf("close %d; want %d", code, live.CloseInitTimeout)
 		}
-		if d := time.Since(start); d < live.InitTimeout-time.Second {
-			t.Fatalf("closed after %v; want about %v", d, live.InitTimeout)
+		if d := time.Since(start); d < wire.InitTimeout-time.Second {
+			t.Fatalf("closed after %v; want about %v", d, wire.InitTimeout)
 		}
 	})
 	for name, payload := range map[string]string{
@@ -82,7 +83,7 @@ func TestWebSocketRefusals(t *testing.T) {
 	})
 	t.Run("huge message", func(t *testing.T) {
 		w := s.connect(t, s.key)
-		big := strings.Repeat("x", live.MaxMessageBytes+1)
+		big := strings.Repeat("x", wire.MaxMessageBytes+1)
 		p, _ := json.Marshal(map[string]any{"query": "{ pets { id } }", "variables": map[string]any{"x": big}})
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()

@@ -184,7 +184,7 @@ func (s *liveServer) waitActive(t *testing.T, n int) {
 }
 
 // freedSoon is how soon a slot let go must be free on every instance: at once, as a close removes
-// its lease; the bound allows for a loaded machine and stays well short of live.LeaseFor, after
+// its lease; the bound allows for a loaded machine and stays well short of conns.LeaseFor, after
 // which an abandoned lease would free it as well.
 const freedSoon = 3 * time.Second
 

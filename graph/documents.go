@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"strings"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/vektah/gqlparser/v2/ast"
@@ -99,8 +100,8 @@ func (trustedDocuments) Validate(graphql.ExecutableSchema) error { return nil }
 func (t trustedDocuments) MutateOperationParameters(ctx context.Context, params *graphql.RawParams) *gqlerror.Error {
 	raw, hasID := params.Extensions["documentId"]
 	id, isString := raw.(string)
-	pq, _ := params.Extensions["persistedQuery"].(map[string]any)
-	hash, hasHash := pq["sha256Hash"].(string)
+	_, hasPQ := params.Extensions["persistedQuery"]
+	hash, hasHash := persistedHash(params.Extensions)
 	var l *documents.Listed
 	switch {
 	case hasID && !isString:
@@ -111,8 +112,11 @@ func (t trustedDocuments) MutateOperationParameters(ctx context.Context, params 
 		if l = t.list.Lookup(id); l == nil {
 			return documentRefusal(apierr.New(apierr.PersistedQueryNotInList, "no listed document has the id %q", id))
 		}
-	case params.Query == "" && hasHash:
-		if l = t.list.ByHash(hash); l == nil && t.mode == DocumentsAny {
+	case params.Query == "" && (hasHash || hasPQ && t.mode != DocumentsAny):
+		if hasHash {
+			l = t.list.ByHash(hash)
+		}
+		if l == nil && t.mode == DocumentsAny {
 			return nil // an automatic persisted query's
 		}
 		if l == nil {
@@ -136,8 +140,9 @@ func (t trustedDocuments) MutateOperationParameters(ctx context.Context, params 
 	default:
 		return nil // no document: the executor says so
 	}
-	if _, ok := params.Extensions["persistedQuery"]; ok && (hasID || params.Query == "") {
-		params.Extensions = maps.Clone(params.Extensions) // the id or hash named the document: no persisted query to look up
+	if hasPQ && (hasID || params.Query == "" || t.mode != DocumentsAny) {
+		// the id or hash named the document, or persisted queries store and find nothing
+		params.Extensions = maps.Clone(params.Extensions)
 		delete(params.Extensions, "persistedQuery")
 	}
 	params.Query = l.Body
@@ -145,6 +150,22 @@ func (t trustedDocuments) MutateOperationParameters(ctx context.Context, params 
 		graphql.GetOperationContext(ctx).Stats.SetExtension(trustedStat, l)
 	}
 	return nil
+}
+
+// persistedHash returns the sha256Hash of the persisted-query extension in ext, if it has one
+// that is a string. Its key is matched regardless of case, as gqlgen's persisted-query
+// extension matches it: a hash under "SHA256HASH" is one it would look up.
+func persistedHash(ext map[string]any) (string, bool) {
+	pq, _ := ext["persistedQuery"].(map[string]any)
+	if h, ok := pq["sha256Hash"].(string); ok {
+		return h, true
+	}
+	for k, v := range pq {
+		if h, ok := v.(string); ok && strings.EqualFold(k, "sha256Hash") {
+			return h, true
+		}
+	}
+	return "", false
 }
 
 // documentRefusal is the GraphQL error of err, which the transports answer with err's status.

@@ -14,6 +14,7 @@ import (
 
 	"petstore/documents"
 	"petstore/graph/guard"
+	"petstore/internal/jsonbody"
 )
 
 // CheckedDocument is a document that CheckDocument found the handler would run.
@@ -25,14 +26,20 @@ type CheckedDocument struct {
 }
 
 // CheckDocument parses and validates body against the schema, and checks it against the bounds
-// of opts as the handler checks a document sent as text: the document bounds, the token limit,
-// and each operation's depth, complexity and root fields, variables left to their defaults
-// (the handler checks the complexity again with each request's variables). It returns the
+// of opts as the handler checks a document sent as text: the size of a request body, the
+// document bounds, the token limit, and each operation's depth, complexity (list fields priced
+// as the handler prices them) and root fields, variables left to their defaults (defaultVariables; the handler
+// checks the complexity again with each request's variables). It returns the
 // document with its cost, or an error that lists what is wrong, one problem a line.
 func CheckDocument(opts Options, body string) (CheckedDocument, error) {
 	opts = opts.withDefaults()
+	if len(body) > jsonbody.MaxBytes {
+		return CheckedDocument{}, fmt.Errorf("the document has %d bytes: a request body, which holds a document sent as text, has at most %d", len(body), jsonbody.MaxBytes)
+	}
 	ctx := context.Background()
-	es := NewExecutableSchema(Config{})
+	cfg := Config{}
+	setCosts(&cfg.Complexity) // the handler's: list fields priced by their page size
+	es := NewExecutableSchema(cfg)
 	bounds := guard.NewDocumentBounds(graphql.NoCache[*ast.QueryDocument]{}, opts.TokenLimit).(graphql.OperationParameterMutator)
 	if err := bounds.MutateOperationParameters(ctx, &graphql.RawParams{Query: body}); err != nil {
 		return CheckedDocument{}, documentError(gqlerror.List{err})
@@ -52,13 +59,31 @@ func CheckDocument(opts Options, body string) (CheckedDocument, error) {
 		return CheckedDocument{}, err
 	}
 	for _, op := range doc.Operations {
-		opCtx := &graphql.OperationContext{RawQuery: body, Doc: doc, Operation: op, OperationName: op.Name, Variables: map[string]any{}}
+		opCtx := &graphql.OperationContext{RawQuery: body, Doc: doc, Operation: op, OperationName: op.Name, Variables: defaultVariables(op)}
 		if err := limits.(graphql.OperationContextMutator).MutateOperationContext(ctx, opCtx); err != nil {
 			return CheckedDocument{}, documentError(gqlerror.List{err})
 		}
 	}
 	first := doc.Operations[0]
 	return CheckedDocument{Doc: doc, Name: first.Name, Type: string(first.Operation), Cost: DocumentCost(doc)}, nil
+}
+
+// defaultVariables returns the variables an operation is checked with: each one's default, and
+// false for a Boolean! without one, which @skip and @include need a value of (collecting the
+// fields panics without it; a request without it is refused before).
+func defaultVariables(op *ast.OperationDefinition) map[string]any {
+	vars := map[string]any{}
+	for _, v := range op.VariableDefinitions {
+		switch {
+		case v.DefaultValue != nil:
+			if val, err := v.DefaultValue.Value(nil); err == nil {
+				vars[v.Variable] = val
+			}
+		case v.Type.NamedType == "Boolean":
+			vars[v.Variable] = false
+		}
+	}
+	return vars
 }
 
 // documentError is errs as one error, one a line, each with its line and column.

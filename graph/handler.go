@@ -36,7 +36,7 @@ type Options struct {
 	// over guard.MaxPersistedQueryBytes run but are not stored.
 	APQCache graphql.Cache[string]
 	// Websocket, when not nil, serves GraphQL over WebSocket upgrades (graphql-transport-ws:
-	// subscriptions, queries and mutations; live.Registry.Websocket).
+	// subscriptions, queries and mutations; wire.Server.Websocket).
 	Websocket *transport.Websocket
 	// SSE serves GraphQL over Server-Sent Events: a POST with Accept: text/event-stream.
 	SSE bool
@@ -44,7 +44,7 @@ type Options struct {
 	// see it alive (default 20 s).
 	PingEvery time.Duration
 	// Gate, when not nil, charges each operation that no RequestMeter charges, once its cost
-	// is known, and is told whether it was admitted or refused (OperationGate): live.Registry
+	// is known, and is told whether it was admitted or refused (OperationGate): conns.Registry
 	// charges the operations sent on a WebSocket or an SSE stream and closes a socket that
 	// keeps sending refused ones.
 	Gate OperationGate

@@ -23,7 +23,7 @@ type Resolver struct {
 
 // ResolverOptions are what a Resolver serves besides the pets it stores.
 type ResolverOptions struct {
-	// Live serves the petAdded subscription (live.Registry); nil: it answers UNAVAILABLE.
+	// Live serves the petAdded subscription (conns.Registry); nil: it answers UNAVAILABLE.
 	Live Subscriber
 	// Published is told the id of each pet added once its transaction committed
 	// (live.Hub.Publish); nil: nobody is.

@@ -10,7 +10,7 @@ import (
 
 // Subscriber serves the petAdded subscription: the events of the pets added from now on (of
 // status when it is not nil), after those above afterID when resume is true
-// (live.Registry.Subscribe).
+// (conns.Registry.Subscribe).
 type Subscriber interface {
 	Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *live.Event, error)
 }

@@ -1,7 +1,5 @@
 package live
 
-import "petstore/apierr"
-
 // Close codes of a WebSocket the service closes. The 44xx ones are graphql-transport-ws's,
 // given to graphql-ws sockets too. A client may reconnect after 1001 and 1013 (Retryable); the
 // others are final.
@@ -20,13 +18,6 @@ const (
 // ReasonSlow is the close reason of a subscriber that does not keep up.
 const ReasonSlow = "subscriber too slow: its buffer of events is full; reconnect and resume with after"
 
-// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
-// other instances gave the key's free slots to new holders: it would take the key past its cap.
-const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
-
-// ReasonShutdown is the close reason when the instance shuts down.
-const ReasonShutdown = "the instance is shutting down: reconnect and resume with after"
-
 // Retryable reports whether a client may reconnect, and resume with after, once the service
 // closed its connection with code: the instance shut down or drains (1001), or something the
 // connection relies on failed or lost its state (1013). The graphql-ws client retries these
@@ -34,32 +25,3 @@ const ReasonShutdown = "the instance is shutting down: reconnect and resume with
 // complete as the end of the subscription and not resume it), and an SSE stream cut off with
 // one ends without its complete event, which the graphql-sse client retries.
 func Retryable(code int) bool { return code == CloseGoingAway || code == CloseRetry }
-
-// closeReason cuts s to the 123 bytes a close frame allows.
-func closeReason(s string) string {
-	if len(s) <= 123 {
-		return s
-	}
-	return s[:120] + "..."
-}
-
-// cutLabel returns the reason label of a close code on petstore_subscribers_cut_off_total.
-func cutLabel(code int) string {
-	switch code {
-	case CloseSlow:
-		return "slow"
-	case CloseForbidden:
-		return "revoked"
-	case CloseGoingAway:
-		return "shutdown"
-	}
-	return "error"
-}
-
-// cutCode returns the error code of an SSE stream cut off with the final close code code.
-func cutCode(code int) apierr.Code {
-	if code == CloseForbidden {
-		return apierr.Unauthorized
-	}
-	return apierr.Unavailable
-}

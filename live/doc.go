@@ -24,10 +24,13 @@
 // does; one that takes no event for SlowAfter is cut off (Conn.Cut, the close saying why)
 // rather than kept growing.
 //
-// # Connections
+// # Packages
 //
-// Registry holds every connection of the instance (a WebSocket, speaking graphql-transport-ws
-// or graphql-ws, or an SSE stream) under its key's caps, shared by every instance through
-// Leases in Redis, and cuts off revoked or suspended keys, dead peers and, at shutdown,
-// everything.
+// live holds the delivery alone: the Hub, the Event and the Bus. What a subscription needs of
+// its connection is the small Conn interface, so that its subpackages import live and
+// never the other way:
+//
+//	live/        delivery: which pets a subscriber gets, in which order, and when it is cut off
+//	live/conns/  connections and caps: the Registry, conns.Conn (a live.Conn), caps, capacity, leases, key checks
+//	live/wire/   transports: WebSocket (graphql-transport-ws, graphql-ws) and SSE, over a conns.Registry
 package live

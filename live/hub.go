@@ -9,62 +9,11 @@ import (
 	"petstore/models"
 )
 
-// ReadFunc reads up to n pets after afterID in id order, only those of status when it is not
-// nil, and reports whether more follow. It must never return a pet while a lower id may still
-// commit (pets.Store.After).
-type ReadFunc func(ctx context.Context, afterID int64, n int, status *models.PetStatus) ([]models.Pet, bool, error)
-
-// Defaults of HubOptions.
-const (
-	DefaultBuffer    = 32
-	DefaultPollEvery = 2 * time.Second
-	readPage         = 100
-)
-
-// HubOptions are the settings of a Hub; zero fields take the defaults.
-type HubOptions struct {
-	// Read reads the pets (required).
-	Read ReadFunc
-	// LastID returns the highest pet id stored: the mark of a Hub that starts (required).
-	LastID func(ctx context.Context) (int64, error)
-	// Bus carries the wake-ups between instances; nil: this instance only.
-	Bus Bus
-	// Buffer is how many events a subscription may have unsent before it is cut off
-	// (default DefaultBuffer).
-	Buffer int
-	// PollEvery is how often a Hub with subscribers reads the database without being woken
-	// (default DefaultPollEvery): what bounds the delay of a pet whose wake-up was lost.
-	PollEvery time.Duration
-	// SlowAfter is how long a subscriber may leave its full buffer unread before it is cut off
-	// (default 10 s).
-	SlowAfter time.Duration
-	// Metrics counts subscriptions and events; nil: counted but not exported.
-	Metrics *Metrics
-}
-
-// withDefaults returns o with its zero fields set to the defaults.
-func (o HubOptions) withDefaults() HubOptions {
-	if o.Buffer <= 0 {
-		o.Buffer = DefaultBuffer
-	}
-	if o.PollEvery <= 0 {
-		o.PollEvery = DefaultPollEvery
-	}
-	if o.SlowAfter <= 0 {
-		o.SlowAfter = 10 * time.Second
-	}
-	if o.Metrics == nil {
-		o.Metrics = NewMetrics()
-	}
-	return o
-}
-
 // Hub hands out the pets added to every subscription of this instance. Its goroutines (one
 // reading the database, one listening to the Bus, one publishing to it) start with the first
 // subscription or Publish, and stop with Close.
 type Hub struct {
-	opts    HubOptions
-	metrics *Metrics
+	fanOut
 
 	wake      chan struct{} // cap 1: the reader has something to read
 	published atomic.Int64  // highest id published on this instance
@@ -74,19 +23,14 @@ type Hub struct {
 	ctx       context.Context
 	stop      context.CancelFunc
 	done      sync.WaitGroup
-
-	mu     sync.Mutex
-	mark   int64 // every pet up to mark has been dispatched
-	subs   map[*sub]struct{}
-	closed bool
 }
 
 // NewHub returns a Hub with opts.
 func NewHub(opts HubOptions) *Hub {
 	opts = opts.withDefaults()
 	ctx, stop := context.WithCancel(context.Background())
-	return &Hub{opts: opts, metrics: opts.Metrics, wake: make(chan struct{}, 1), pubWake: make(chan struct{}, 1),
-		ctx: ctx, stop: stop, subs: map[*sub]struct{}{}}
+	return &Hub{fanOut: fanOut{opts: opts, metrics: opts.Metrics, subs: map[*sub]struct{}{}},
+		wake: make(chan struct{}, 1), pubWake: make(chan struct{}, 1), ctx: ctx, stop: stop}
 }
 
 // start starts the goroutines, once.
@@ -107,7 +51,7 @@ func (h *Hub) goRun(f func()) {
 }
 
 // Close stops the Hub's goroutines. It does not close the subscribers' connections
-// (Registry.Shutdown does).
+// (conns.Registry.Shutdown does).
 func (h *Hub) Close() {
 	h.mu.Lock()
 	h.closed = true
@@ -171,7 +115,7 @@ func (h *Hub) send(id int64) bool {
 	defer cancel()
 	if err := h.opts.Bus.Publish(ctx, id); err != nil {
 		h.metrics.busErrors.Inc()
-		logEvery(&h.metrics.lastBusLog, "live: publishing to Redis failed; other instances read the pet at their next poll", err)
+		h.metrics.busLog.Warn("live: publishing to Redis failed; other instances read the pet at their next poll", err)
 		return false
 	}
 	return true
@@ -194,7 +138,7 @@ func (h *Hub) readLoop() {
 		}
 		if err := h.catchUp(); err != nil && h.ctx.Err() == nil {
 			h.metrics.readErrors.Inc()
-			logEvery(&h.metrics.lastReadLog, "live: reading new pets failed; retrying at the next poll", err)
+			h.metrics.readLog.Warn("live: reading new pets failed; retrying at the next poll", err)
 		}
 	}
 }

@@ -6,6 +6,29 @@ import (
 	"petstore/apierr"
 )
 
+// offer gives ev to s; hub.mu is held. A subscriber whose buffer is full falls back to the
+// database: its resume goroutine pages from the last event it was given until it catches up,
+// and cuts it off when it takes no event for SlowAfter. A burst of pets thus costs a
+// subscriber that keeps reading nothing, and one that stops reading holds at most its buffer
+// and a page.
+func (s *sub) offer(ev *Event) {
+	if !s.wants(ev) {
+		return
+	}
+	if s.catching {
+		s.hold(ev)
+		return
+	}
+	select {
+	case s.ch <- ev:
+		s.queued = ev.Pet.ID
+		s.hub.metrics.delivered.Inc()
+	default:
+		s.catching, s.overflow = true, true
+		go s.resume(s.ctx, s.queued, false)
+	}
+}
+
 // reasonReadFailed cuts off a subscriber whose resume could not read the database.
 const reasonReadFailed = "the database did not answer while resuming; reconnect and resume with after"
 
@@ -45,12 +68,12 @@ func (s *sub) chargePage(ctx context.Context) bool {
 }
 
 // charge charges one request to the subscriber's key for a page read from the database, as a
-// page of the listing is charged (Conn.charge); without a connection it charges nothing.
+// page of the listing is charged (Conn.Charge); without a connection it charges nothing.
 func (s *sub) charge(ctx context.Context) error {
 	if s.conn == nil {
 		return nil
 	}
-	return s.conn.charge(ctx, 1)
+	return s.conn.Charge(ctx, 1)
 }
 
 // sendPage reads the page of pets after afterID and sends them; it returns the last id sent,

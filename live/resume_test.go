@@ -2,13 +2,10 @@ package live
 
 import (
 	"context"
-	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"petstore/apierr"
-	"petstore/auth"
 	"petstore/models"
 )
 
@@ -26,20 +23,10 @@ func TestOverflowPagesCharged(t *testing.T) {
 		return pets[from:to], to < len(pets), nil
 	}
 	hub := NewHub(HubOptions{Read: read, LastID: func(context.Context) (int64, error) { return 0, nil }, Buffer: 4})
-	var charges atomic.Int32
-	reg := NewRegistry(hub, RegistryOptions{Charge: func(context.Context, *auth.Principal, int) error {
-		if charges.Add(1) > 2 {
-			return apierr.New(apierr.RateLimited, "rate limit of 2 requests per minute exceeded; retry after 9 seconds")
-		}
-		return nil
-	}})
-	t.Cleanup(reg.Shutdown)
+	t.Cleanup(hub.Close)
+	c := &fakeConn{admit: 2}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	c, err := reg.open(ctx, &auth.Principal{KeyID: 1, Plan: auth.Business}, func(int, string) {}, true)
-	if err != nil {
-		t.Fatal(err)
-	}
 	ch, err := hub.Subscribe(ctx, c, nil, 0, false)
 	if err != nil {
 		t.Fatal(err)
@@ -55,9 +42,9 @@ func TestOverflowPagesCharged(t *testing.T) {
 		last = ev.Pet.ID
 		n++
 	}
-	ev, complete := c.endEvent()
-	if n != 4+2*readPage || charges.Load() != 3 || !strings.Contains(string(ev), "RATE_LIMITED") || !complete {
-		t.Fatalf("%d pets, %d charges, then %q (complete %v); want %d pets, 3 charges (the last refused), then RATE_LIMITED and complete",
-			n, charges.Load(), ev, complete, 4+2*readPage)
+	ended := c.ended()
+	if n != 4+2*readPage || c.charges.Load() != 3 || ended == nil || ended.Code != apierr.RateLimited || c.cutCode() != 0 {
+		t.Fatalf("%d pets, %d charges, then %v (cut %d); want %d pets, 3 charges (the last refused), then rate_limited, not cut off",
+			n, c.charges.Load(), ended, c.cutCode(), 4+2*readPage)
 	}
 }

@@ -2,21 +2,40 @@ package live
 
 import (
 	"context"
-	"strings"
+	"sync"
 	"time"
-
-	"github.com/99designs/gqlgen/graphql/handler/transport"
-	"github.com/vektah/gqlparser/v2/gqlerror"
 
 	"petstore/apierr"
 	"petstore/models"
 )
 
+// fanOut is the set of the subscriptions of a Hub, under the lock that its reader and every
+// subscription's resume goroutine take to hand events over: what a subscription needs of its
+// Hub.
+type fanOut struct {
+	opts    HubOptions
+	metrics *Metrics
+
+	mu     sync.Mutex
+	mark   int64 // every pet up to mark has been dispatched
+	subs   map[*sub]struct{}
+	closed bool
+}
+
+// remove takes s out of the subscriptions unless it is out already (it left, or was cut
+// off); h.mu is held.
+func (h *fanOut) remove(s *sub) {
+	if _, ok := h.subs[s]; ok {
+		delete(h.subs, s)
+		h.metrics.active.Dec()
+	}
+}
+
 // sub is one subscription.
 type sub struct {
-	hub    *Hub
+	hub    *fanOut
 	ctx    context.Context // the subscriber's
-	conn   *Conn
+	conn   Conn            // nil: none (tests)
 	status *models.PetStatus
 	ch     chan *Event
 	// While catching is true the resume goroutine sends to ch and the Hub appends to pending;
@@ -29,29 +48,6 @@ type sub struct {
 	// sent is the highest id sent from the database: the Hub, whose mark may lag behind the
 	// pages read, skips the pets up to it.
 	sent int64
-}
-
-// offer gives ev to s; hub.mu is held. A subscriber whose buffer is full falls back to the
-// database: its resume goroutine pages from the last event it was given until it catches up,
-// and cuts it off when it takes no event for SlowAfter. A burst of pets thus costs a
-// subscriber that keeps reading nothing, and one that stops reading holds at most its buffer
-// and a page.
-func (s *sub) offer(ev *Event) {
-	if !s.wants(ev) {
-		return
-	}
-	if s.catching {
-		s.hold(ev)
-		return
-	}
-	select {
-	case s.ch <- ev:
-		s.queued = ev.Pet.ID
-		s.hub.metrics.delivered.Inc()
-	default:
-		s.catching, s.overflow = true, true
-		go s.resume(s.ctx, s.queued, false)
-	}
 }
 
 // wants reports whether ev is for s: above what it was sent from the database, of its status.
@@ -116,8 +112,6 @@ func (s *sub) cutOff(reason string, code int) {
 	}
 	if s.conn != nil {
 		s.conn.Cut(code, reason)
-	} else {
-		s.hub.metrics.cutOff.WithLabelValues(cutLabel(code)).Inc()
 	}
 }
 
@@ -127,13 +121,8 @@ func (s *sub) cutOff(reason string, code int) {
 func (s *sub) endWith(err *apierr.Error) {
 	s.hub.remove(s)
 	s.cut = true
-	switch {
-	case s.conn == nil:
-	case s.conn.ws: // read by the transport once the channel is closed
-		transport.AddSubscriptionError(s.ctx, &gqlerror.Error{Message: err.Message,
-			Extensions: map[string]any{"code": strings.ToUpper(string(err.Code))}})
-	default:
-		s.conn.endWith(err)
+	if s.conn != nil {
+		s.conn.End(s.ctx, err)
 	}
 	if !s.catching {
 		close(s.ch)

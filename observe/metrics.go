@@ -189,5 +189,5 @@ type promLog struct{}
 // Println logs v as one error line.
 func (promLog) Println(v ...any) { slog.Error("metrics: " + fmt.Sprint(v...)) }
 
-// Register adds the series of another package (live.Metrics) to /metrics.
+// Register adds the series of another package (live.Metrics, conns.Metrics) to /metrics.
 func (m *Metrics) Register(cs ...prometheus.Collector) error { return register(m.reg, cs...) }

@@ -38,10 +38,10 @@ type Deps struct {
 	MetricsOff bool                        // GET /metrics is served on a listener of its own (PETSTORE_METRICS_ADDR): here it is 404
 	Ready      func(context.Context) error // nil when the service can serve; for /readyz
 	Draining   func() bool                 // true once shutdown has begun, when /readyz answers 503; nil for never
-	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (live.Registry.Upgrade); nil for none
-	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (live.KeylessUpgrade); nil for none
-	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (live.Registry.Stream); nil for none
-	Streams    func(*http.Request) bool    // reports a request that Stream serves (live.IsStream), charged one request as it opens; nil for none
+	Upgrade    gin.HandlerFunc             // serves a WebSocket upgrade of /v1/graphql in place of auth.Require (wire.Server.Upgrade); nil for none
+	Keyless    func(*http.Request) bool    // reports a WebSocket upgrade without a key, which GET /v1/graphql charges to nobody (wire.KeylessUpgrade); nil for none
+	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (wire.Server.Stream); nil for none
+	Streams    func(*http.Request) bool    // reports a request that Stream serves (wire.IsStream), charged one request as it opens; nil for none
 	Immutable  bool                        // nothing but the API writes the pets (PETSTORE_PAGE_CACHE on): full pages and single pets are sent as immutable
 	Webhooks   *webhooks.Endpoints         // the webhook endpoints of each key, served at /v1/webhooks; nil for none
 }

@@ -9,7 +9,7 @@ import (
 )
 
 // subscriberWrites is how long the last writes to stalled WebSocket and SSE subscribers may
-// take at shutdown: live.RegistryOptions.WriteTimeout's default, which no variable changes.
+// take at shutdown: conns.RegistryOptions.WriteTimeout's default, which no variable changes.
 const subscriberWrites = 10 * time.Second
 
 // TestGracePeriod: SIGKILL comes after the worst-case shutdown: the drain delay, then the last

@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"errors"
@@ -8,6 +8,8 @@ import (
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
 	coderws "github.com/coder/websocket"
+
+	"petstore/live"
 )
 
 // subprotocols are the subprotocols a WebSocket may agree on, in gqlgen's order of preference
@@ -67,5 +69,5 @@ func (st *wsState) endPending(w *detachedWriter, err error) {
 		return
 	}
 	_ = w.conn.SetDeadline(time.Now().Add(time.Second))
-	_ = st.coder.ws.Close(coderws.StatusCode(CloseInitTimeout), "connection initialisation timeout")
+	_ = st.coder.ws.Close(coderws.StatusCode(live.CloseInitTimeout), "connection initialisation timeout")
 }

@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/live"
+	"petstore/live/conns"
 )
 
 // IsStream reports whether r asks for GraphQL over Server-Sent Events.
@@ -26,7 +28,7 @@ func IsStream(r *http.Request) bool {
 // one 429, as any request) in place of h, the GraphQL handler: it holds one of the key's
 // connection and subscription slots for the stream (429 rate_limited over the cap; 503
 // unavailable while the Redis of the caps fails and the policy is to fail closed), bounds each
-// write by RegistryOptions.WriteTimeout instead of the server's timeouts, and ends the stream
+// write by conns.RegistryOptions.WriteTimeout instead of the server's timeouts, and ends the stream
 // with an error event saying why when the stream is cut off. Other requests pass untouched.
 //
 // The stream is served as Upgrade serves a WebSocket: the body read, the connection is taken
@@ -35,7 +37,7 @@ func IsStream(r *http.Request) bool {
 // net/http's goroutine, its buffers and the middleware's frames are freed, and the request is
 // logged and timed once the stream is set up. Where the connection cannot be taken (HTTP/2,
 // HTTP/1.0), or the body cannot be read, h runs in the request.
-func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
+func (r *Server) Stream(h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		if !IsStream(c.Request) {
 			return
@@ -50,68 +52,58 @@ func (r *Registry) Stream(h http.Handler) gin.HandlerFunc {
 			refuseStream(c, err)
 			return
 		}
-		defer r.streams.Done()
 		if !s.readRequest(c.Request) || !s.detach(c) {
 			s.serveInRequest(c)
+			r.reg.StreamDone()
 		}
 	}
 }
 
 // sseStream is one SSE stream being served.
 type sseStream struct {
-	reg    *Registry
-	conn   *Conn
+	reg    *conns.Registry
+	conn   *conns.Conn
+	wt     time.Duration // conns.RegistryOptions.WriteTimeout
 	h      http.Handler
 	ctx    context.Context    // the stream's, carrying conn
 	cancel context.CancelFunc // ends the stream
 	req    *http.Request      // with ctx, its body read beforehand (readRequest)
 }
 
-// openStream opens the connection of a stream of p, counted among the instance's (Capacity)
-// and among the streams Shutdown waits for; it fails past the instance's capacity, over the
-// key's caps or once shutdown has begun.
-func (r *Registry) openStream(reqCtx context.Context, p *auth.Principal, h http.Handler) (*sseStream, error) {
-	if err := r.admitConn(""); err != nil {
+// openStream opens the connection of a stream of p, counted among the instance's
+// (conns.Capacity) and among the streams conns.Registry.Shutdown waits for; it fails past the
+// instance's capacity, over the key's caps or once shutdown has begun.
+func (r *Server) openStream(reqCtx context.Context, p *auth.Principal, h http.Handler) (*sseStream, error) {
+	if err := r.reg.AdmitConn(""); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.WithoutCancel(reqCtx))
-	conn, err := r.open(reqCtx, p, func(int, string) { cancel() }, true)
-	if err == nil && !r.track() {
-		r.close(conn)
-		err = errShuttingDown
+	conn, err := r.reg.Open(reqCtx, p, func(int, string) { cancel() }, true)
+	if err == nil && !r.reg.TrackStream() {
+		r.reg.Close(conn)
+		err = live.ErrShuttingDown
 	}
 	if err != nil {
 		cancel()
-		r.releaseConn()
+		r.reg.ReleaseConn()
 		return nil, err
 	}
-	return &sseStream{reg: r, conn: conn, h: h, ctx: WithConn(ctx, conn), cancel: cancel}, nil
+	return &sseStream{reg: r.reg, conn: conn, wt: r.writeTimeout, h: h, ctx: conns.WithConn(ctx, conn), cancel: cancel}, nil
 }
 
 // close lets the stream's connection go, and its place among the instance's.
 func (s *sseStream) close() {
-	s.reg.close(s.conn)
-	s.reg.releaseConn()
+	s.reg.Close(s.conn)
+	s.reg.ReleaseConn()
 }
 
 // refuseStream answers a stream that openStream refused: Retry-After 5 unless the instance is
 // shutting down (1: another instance serves it at once).
 func refuseStream(c *gin.Context, err error) {
-	if code := apierr.From(err).Code; code == apierr.RateLimited || (code == apierr.Unavailable && err != errShuttingDown) {
+	if code := apierr.From(err).Code; code == apierr.RateLimited || (code == apierr.Unavailable && err != live.ErrShuttingDown) {
 		c.Header("Retry-After", "5")
 	}
 	apierr.Write(c.Writer, c.Request, err)
-}
-
-// track counts a stream that Shutdown waits for, unless shutdown has begun.
-func (r *Registry) track() bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.shutdown {
-		return false
-	}
-	r.streams.Add(1)
-	return true
 }
 
 // readRequest reads the body of orig whole (an error reading it is the body's, read later)
@@ -125,14 +117,14 @@ func (s *sseStream) readRequest(orig *http.Request) bool {
 }
 
 // detach takes the connection of c from net/http and serves the stream on it, on a
-// goroutine of its own; it reports whether it could.
+// goroutine of its own, which ends the stream's count among those that conns.Registry.Shutdown
+// waits for (StreamDone); it reports whether it could.
 func (s *sseStream) detach(c *gin.Context) bool {
 	nc, brw, err := http.NewResponseController(c.Writer).Hijack()
 	if err != nil {
 		return false
 	}
-	s.conn.setWriteDeadline(nc.SetWriteDeadline)
-	s.reg.streams.Add(1)
+	s.conn.SetWriteDeadline(nc.SetWriteDeadline)
 	go s.serveDetached(nc, brw.Reader.Buffered() > 0, c.Writer.Header().Clone())
 	return true
 }
@@ -145,13 +137,13 @@ func (s *sseStream) serveInRequest(c *gin.Context) {
 	defer s.close()
 	rc := http.NewResponseController(c.Writer)
 	_ = rc.SetWriteDeadline(time.Time{}) // a stream outlives the server's WriteTimeout
-	s.conn.setWriteDeadline(rc.SetWriteDeadline)
+	s.conn.SetWriteDeadline(rc.SetWriteDeadline)
 	s.h.ServeHTTP(s.writer(c.Writer, rc.SetWriteDeadline), s.req)
 }
 
 // writer returns the sseWriter of the stream on w, whose write deadline deadline sets.
 func (s *sseStream) writer(w http.ResponseWriter, deadline func(time.Time) error) *sseWriter {
-	return &sseWriter{ResponseWriter: w, deadline: deadline, conn: s.conn, timeout: s.reg.opts.WriteTimeout}
+	return &sseWriter{ResponseWriter: w, deadline: deadline, conn: s.conn, timeout: s.wt}
 }
 
 // serveDetached serves the stream on nc, taken from net/http, with header (the middleware's)
@@ -159,7 +151,7 @@ func (s *sseStream) writer(w http.ResponseWriter, deadline func(time.Time) error
 // (watchClient); sent says it already did: net/http had read bytes past the request when the
 // connection was taken.
 func (s *sseStream) serveDetached(nc net.Conn, sent bool, header http.Header) {
-	defer s.reg.streams.Done()
+	defer s.reg.StreamDone()
 	defer s.close()
 	defer s.cancel()
 	defer nc.Close()
@@ -168,7 +160,7 @@ func (s *sseStream) serveDetached(nc net.Conn, sent bool, header http.Header) {
 	go watchClient(nc, sent, s.conn, s.cancel)
 	w := &chunkedWriter{bw: bufio.NewWriterSize(nc, wsBufferSize), header: header}
 	s.h.ServeHTTP(s.writer(w, nc.SetWriteDeadline), s.req)
-	_ = nc.SetWriteDeadline(time.Now().Add(s.reg.opts.WriteTimeout))
+	_ = nc.SetWriteDeadline(time.Now().Add(s.wt))
 	w.end()
 }
 
@@ -180,7 +172,7 @@ var errUnexpectedInput = apierr.Invalid("an event stream's client sends nothing 
 // whole (within the body limit and the server's read timeout): the first byte it sends, or had
 // sent with the request (sent), ends the stream too, with an error event saying why, so that
 // nothing it sends is read past that byte. A read takes one byte at most.
-func watchClient(nc net.Conn, sent bool, conn *Conn, cancel context.CancelFunc) {
+func watchClient(nc net.Conn, sent bool, conn *conns.Conn, cancel context.CancelFunc) {
 	defer cancel()
 	if !sent {
 		var b [1]byte
@@ -188,7 +180,7 @@ func watchClient(nc net.Conn, sent bool, conn *Conn, cancel context.CancelFunc) 
 		sent = n > 0
 	}
 	if sent {
-		conn.endWith(errUnexpectedInput)
+		conn.EndWith(errUnexpectedInput)
 	}
 }
 

@@ -1,11 +1,16 @@
-package live
+package conns
 
 import (
 	"context"
 	"time"
 
 	"petstore/apierr"
+	"petstore/live"
 )
+
+// ReasonOverCap is the close reason of a connection whose slot the Redis of the caps lost while
+// other instances gave the key's free slots to new holders: it would take the key past its cap.
+const ReasonOverCap = "the API key holds as many connections or subscriptions as its plan allows on other instances; retry once one closes"
 
 // slotNames names the kinds of slots in refusals.
 var slotNames = map[string]string{"conns": "connections", "subs": "subscriptions"}
@@ -37,7 +42,7 @@ func (r *Registry) share(ctx context.Context, c *Conn, n int, kinds ...string) (
 			return nil, err
 		}
 	}
-	l.keep(sets, tokens, n, func() { c.cutAs("over_cap", CloseRetry, ReasonOverCap) })
+	l.keep(sets, tokens, n, func() { c.cutAs("over_cap", live.CloseRetry, ReasonOverCap) })
 	return func() { l.releaseEach(sets, tokens) }, nil
 }
 
@@ -85,7 +90,7 @@ func (r *Registry) stopLeasing(leasing chan struct{}) {
 
 // leaseFailed counts and logs a failure of the Redis of Leases.
 func (r *Registry) leaseFailed(err error) {
-	r.hub.metrics.capErrors.Inc()
-	logEvery(&r.hub.metrics.lastCapLog, "live: the Redis of the subscription caps failed; caps fall back to this instance's "+
+	r.metrics.capErrors.Inc()
+	r.metrics.capLog.Warn("live: the Redis of the subscription caps failed; caps fall back to this instance's "+
 		"(or new subscriptions are refused, failing closed) until it answers", err)
 }

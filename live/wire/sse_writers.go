@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"bufio"
@@ -7,10 +7,13 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"petstore/apierr"
 	"strings"
 	"sync"
 	"time"
+
+	"petstore/apierr"
+	"petstore/live"
+	"petstore/live/conns"
 )
 
 // chunkedWriter is the http.ResponseWriter of a detached stream: it writes an HTTP/1.1 answer
@@ -88,24 +91,24 @@ func (w *chunkedWriter) end() {
 	w.ended = true
 }
 
-// sseWriter bounds each write of a stream with deadline, and puts what Conn.endEvent says
+// sseWriter bounds each write of a stream with deadline, and puts what endEvent says
 // before, or in place of, the complete event of a stream that was cut off or ended with an
 // error.
 type sseWriter struct {
 	http.ResponseWriter // and http.Flusher
 	deadline            func(time.Time) error
-	conn                *Conn
+	conn                *conns.Conn
 	timeout             time.Duration
 }
 
 var completeEvent = []byte("event: complete")
 
 // Write writes b within the write timeout; when b completes a stream that was cut off or ended
-// with an error, Conn.endEvent's event comes first, and the complete event only if it says so.
+// with an error, endEvent's event comes first, and the complete event only if it says so.
 func (w *sseWriter) Write(b []byte) (int, error) {
 	_ = w.deadline(time.Now().Add(w.timeout))
 	if bytes.HasPrefix(b, completeEvent) {
-		ev, complete := w.conn.endEvent()
+		ev, complete := endEvent(w.conn)
 		if ev != nil {
 			_, _ = w.ResponseWriter.Write(ev)
 		}
@@ -115,7 +118,7 @@ func (w *sseWriter) Write(b []byte) (int, error) {
 	}
 	n, err := w.ResponseWriter.Write(b)
 	if err != nil {
-		w.conn.writeFailed(err) // a flush that timed out fails the next write
+		w.conn.WriteFailed(err) // a flush that timed out fails the next write
 	}
 	return n, err
 }
@@ -139,4 +142,30 @@ func errorEvent(code apierr.Code, message string) []byte {
 // stream that its client should resume ends, for whoever reads the stream by hand.
 func commentEvent(reason string) []byte {
 	return []byte(": " + strings.NewReplacer("\r", " ", "\n", " ").Replace(reason) + "\n\n")
+}
+
+// endEvent returns what ends the stream of c before its complete event, nil when nothing does
+// (it was neither cut off nor ended with an error), and whether the complete event follows. A
+// stream ended with an error, or cut off for good, gets an error event saying why, then
+// complete; one cut off with a Retryable code gets a comment saying why and no complete, so
+// that its client reconnects (graphql-sse retries a stream that ends without complete).
+func endEvent(c *conns.Conn) (ev []byte, complete bool) {
+	ended, code, reason := c.Ending()
+	switch {
+	case ended != nil:
+		return errorEvent(ended.Code, ended.Message), true
+	case code != 0 && live.Retryable(code):
+		return commentEvent(reason), false
+	case code != 0:
+		return errorEvent(cutCode(code), reason), true
+	}
+	return nil, true
+}
+
+// cutCode returns the error code of an SSE stream cut off with the final close code code.
+func cutCode(code int) apierr.Code {
+	if code == live.CloseForbidden {
+		return apierr.Unauthorized
+	}
+	return apierr.Unavailable
 }

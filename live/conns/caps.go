@@ -1,10 +1,11 @@
-package live
+package conns
 
 import (
 	"context"
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/live"
 )
 
 // Caps bound what one subject may hold at once: a key on every instance sharing one Redis
@@ -23,7 +24,7 @@ type Caps struct {
 
 // DefaultPendingPerAddr is the default of Caps.PendingPerAddr: room for a thousand browser
 // tabs behind one NAT reconnecting at once after a restart. Each such socket lives at most
-// InitTimeout without a key.
+// wire.InitTimeout without a key.
 const DefaultPendingPerAddr = 1024
 
 // DefaultCaps returns the documented caps: free 2, pro 20, business 200, enterprise 1,000;
@@ -108,7 +109,7 @@ func (r *Registry) takeSub(c *Conn, n int) (*keyConns, error) {
 	defer r.mu.Unlock()
 	k := r.keys[c.KeyID]
 	if k == nil || r.shutdown {
-		return nil, errShuttingDown
+		return nil, live.ErrShuttingDown
 	}
 	if k.subs >= n {
 		return nil, tooMany("subscriptions", n, c.plan)

@@ -1,13 +1,17 @@
-package live
+package conns
 
 import (
 	"context"
 	"fmt"
+
+	"petstore/apierr"
+	"petstore/live"
+	"petstore/models"
 )
 
 // MaxRefusedInRow is how many operations in a row a WebSocket may send that are refused
 // (answered with errors and no data: they do not parse, validate or pass the cost bounds, or
-// are over the rate limit) before it is closed with CloseBadRequest. Each is charged, but the
+// are over the rate limit) before it is closed with live.CloseBadRequest. Each is charged, but the
 // socket of a client that loops on a broken operation, or that makes the server parse and
 // validate costly documents, ends; graphql-ws clients do not reconnect after 4400.
 const MaxRefusedInRow = 10
@@ -21,9 +25,9 @@ func (r *Registry) Charge(ctx context.Context, cost int) error {
 	switch c := ConnFrom(ctx); {
 	case c == nil:
 	case c.ws:
-		return c.charge(ctx, cost)
+		return c.Charge(ctx, cost)
 	case cost > 1:
-		return c.charge(ctx, cost-1)
+		return c.Charge(ctx, cost-1)
 	}
 	return nil
 }
@@ -37,13 +41,29 @@ func (r *Registry) Admitted(ctx context.Context) {
 }
 
 // Refused is told that an operation was refused; the WebSocket that sent MaxRefusedInRow of
-// them in a row is closed with CloseBadRequest.
+// them in a row is closed with live.CloseBadRequest.
 func (r *Registry) Refused(ctx context.Context) {
 	c := ConnFrom(ctx)
 	if c == nil || !c.ws {
 		return
 	}
 	if c.refused.Add(1) == MaxRefusedInRow {
-		c.Cut(CloseBadRequest, fmt.Sprintf("%d operations in a row were refused; fix the client before reconnecting", MaxRefusedInRow))
+		c.Cut(live.CloseBadRequest, fmt.Sprintf("%d operations in a row were refused; fix the client before reconnecting", MaxRefusedInRow))
 	}
+}
+
+// Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
+// already) until ctx ends, and returns the Hub's events: see live.Hub.Subscribe. Without a
+// connection (a plain HTTP request) it fails.
+func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *live.Event, error) {
+	c := ConnFrom(ctx)
+	if c == nil {
+		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
+	}
+	if !c.held {
+		if err := c.Acquire(ctx); err != nil {
+			return nil, err
+		}
+	}
+	return r.hub.Subscribe(ctx, c, status, afterID, resume)
 }

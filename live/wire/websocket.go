@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"context"
@@ -9,6 +9,8 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/live"
+	"petstore/live/conns"
 )
 
 // MaxMessageBytes is the largest message a WebSocket client may send (a subscribe message with
@@ -28,12 +30,12 @@ type authenticateFunc func(ctx context.Context, authorization string) (*auth.Pri
 // upgrade's (authenticate checks it and charges the socket one request; an upgrade whose
 // header key was valid, charged with the upgrade, is not charged again), the caps, 4408
 // without connection_init within InitTimeout, messages up to MaxMessageBytes, pings every
-// RegistryOptions.PingEvery, and small buffers. A refused connection_init closes with
+// conns.RegistryOptions.PingEvery, and small buffers. A refused connection_init closes with
 // refusalCode's code.
-func (r *Registry) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
+func (r *Server) Websocket(authenticate func(ctx context.Context, authorization string) (*auth.Principal, error)) transport.Websocket {
 	limit := int64(MaxMessageBytes)
 	return transport.Websocket{
-		Implementation:   wsImplementation{reg: r},
+		Implementation:   wsImplementation{srv: r},
 		InitTimeout:      InitTimeout,
 		PayloadReadLimit: &limit,
 		InitFunc: func(ctx context.Context, payload transport.InitPayload) (context.Context, *transport.InitPayload, error) {
@@ -45,7 +47,7 @@ func (r *Registry) Websocket(authenticate func(ctx context.Context, authorizatio
 // initApart runs initWS on a goroutine of its own, which ends: the key's lookup and check
 // (database statements, deep stacks) would leave the connection's reading goroutine a large
 // stack for as long as it lives.
-func (r *Registry) initApart(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
+func (r *Server) initApart(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
 	var (
 		out  context.Context
 		ack  *transport.InitPayload
@@ -61,10 +63,10 @@ func (r *Registry) initApart(ctx context.Context, payload transport.InitPayload,
 }
 
 // initWS authenticates a WebSocket at connection_init and opens its connection.
-func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
+func (r *Server) initWS(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
 	st, _ := ctx.Value(wsStateKey{}).(*wsState)
 	if st == nil || st.ws == nil {
-		return refuse(ctx, CloseForbidden, apierr.Wrap(errNoUpgrade))
+		return refuse(ctx, live.CloseForbidden, apierr.Wrap(errNoUpgrade))
 	}
 	p, code, err := r.initKey(ctx, st, payload, authenticate)
 	if err != nil {
@@ -75,7 +77,7 @@ func (r *Registry) initWS(ctx context.Context, payload transport.InitPayload, au
 
 // initKey returns the key of a connection_init: its payload's, else the upgrade's (already
 // authenticated when valid, else st.authorization); or the close code and error refusing it.
-func (r *Registry) initKey(ctx context.Context, st *wsState, payload transport.InitPayload, authenticate authenticateFunc) (*auth.Principal, int, error) {
+func (r *Server) initKey(ctx context.Context, st *wsState, payload transport.InitPayload, authenticate authenticateFunc) (*auth.Principal, int, error) {
 	p := auth.FromContext(ctx) // the upgrade's key, charged with it
 	if header := payload.Authorization(); header != "" || p == nil {
 		if header == "" {
@@ -86,48 +88,33 @@ func (r *Registry) initKey(ctx context.Context, st *wsState, payload transport.I
 			return nil, refusalCode(err), err
 		}
 	}
-	code, err := r.checkKey(ctx, p)
-	return p, code, err
-}
-
-// checkKey returns the close code and error of p's key when Check finds it revoked or
-// suspended, or cannot tell; else 0 and nil.
-func (r *Registry) checkKey(ctx context.Context, p *auth.Principal) (int, error) {
-	if r.opts.Check == nil {
-		return 0, nil
+	if err := r.reg.CheckKey(ctx, p); err != nil {
+		return p, refusalCode(err), err
 	}
-	bad, err := r.opts.Check(ctx, []int64{p.KeyID})
-	if err != nil {
-		return CloseRetry, &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
-	}
-	if reason, ok := bad[p.KeyID]; ok {
-		return CloseForbidden, apierr.New(apierr.Unauthorized, "the API key %s", reason)
-	}
-	return 0, nil
+	return p, 0, nil
 }
 
 // openWS opens the connection of the socket of st for p, under the key's caps, and gives
 // back its pending slot.
-func (r *Registry) openWS(ctx context.Context, st *wsState, p *auth.Principal) (context.Context, *transport.InitPayload, error) {
+func (r *Server) openWS(ctx context.Context, st *wsState, p *auth.Principal) (context.Context, *transport.InitPayload, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
-	c, err := r.open(ctx, p, func(code int, reason string) {
+	c, err := r.reg.Open(ctx, p, func(code int, reason string) {
 		ws.closeWith(code, reason)
 		cancel()
 	}, false)
 	if err != nil {
 		cancel()
 		if apierr.From(err).Code == apierr.Unavailable {
-			return refuse(ctx, CloseRetry, err)
+			return refuse(ctx, live.CloseRetry, err)
 		}
-		return refuse(ctx, CloseTooMany, err)
+		return refuse(ctx, live.CloseTooMany, err)
 	}
-	c.ws = true
-	c.setWriteDeadline(ws.net.SetWriteDeadline)
+	c.SetWriteDeadline(ws.net.SetWriteDeadline)
 	ws.conn.Store(c)
 	r.releasePending(st)
-	context.AfterFunc(ctx, func() { r.close(c) })
-	return WithConn(ctx, c), nil, nil
+	context.AfterFunc(ctx, func() { r.reg.Close(c) })
+	return conns.WithConn(ctx, c), nil, nil
 }
 
 // refusalCode returns the close code of a socket whose connection_init authenticate refused
@@ -136,14 +123,14 @@ func (r *Registry) openWS(ctx context.Context, st *wsState, p *auth.Principal) (
 func refusalCode(err error) int {
 	switch apierr.From(err).Code {
 	case apierr.RateLimited:
-		return CloseTooMany
+		return live.CloseTooMany
 	case apierr.Unavailable:
-		return CloseRetry
+		return live.CloseRetry
 	}
-	return CloseForbidden
+	return live.CloseForbidden
 }
 
-var errNoUpgrade = apiError("live: a WebSocket without the Upgrade middleware")
+var errNoUpgrade = apiError("wire: a WebSocket without the Upgrade middleware")
 
 // apiError is an error of this package's own, a constant.
 type apiError string
@@ -162,7 +149,7 @@ func refuse(ctx context.Context, code int, err error) (context.Context, *transpo
 // accepted with coder/websocket (as gqlgen's own adapter does: coderConn) and whose first
 // message it read (wsState.awaitFirst): small buffers, no server deadlines carried over from
 // the upgrade request, a deadline on each write, and the close codes the service chooses.
-type wsImplementation struct{ reg *Registry }
+type wsImplementation struct{ srv *Server }
 
 func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, _ transport.WebsocketAcceptOptions) (transport.WebsocketConn, error) {
 	st, _ := r.Context().Value(wsStateKey{}).(*wsState)
@@ -170,20 +157,16 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, _ trans
 	if st == nil || st.coder == nil || !ok {
 		return nil, errNoUpgrade
 	}
-	ws := &wsConn{coderConn: st.coder, net: dw.conn, reg: i.reg, first: st.first}
+	ws := &wsConn{coderConn: st.coder, net: dw.conn, writeTimeout: i.srv.writeTimeout, first: st.first}
 	st.coder, st.first, st.ws = nil, nil, ws
-	i.reg.trackWS(r.Context(), ws)
+	i.srv.trackWS(r.Context(), ws)
 	return ws, nil
 }
 
-// trackWS counts ws among the sockets pingAll pings until ctx ends.
-func (r *Registry) trackWS(ctx context.Context, ws *wsConn) {
-	r.mu.Lock()
-	r.ws[ws] = struct{}{}
-	r.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		delete(r.ws, ws)
-		r.mu.Unlock()
-	})
+// closeReason cuts s to the 123 bytes a close frame allows.
+func closeReason(s string) string {
+	if len(s) <= 123 {
+		return s
+	}
+	return s[:120] + "..."
 }

@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"bytes"
@@ -6,7 +6,23 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+
+	"petstore/live"
 )
+
+// legacyProtocol is the older protocol gqlgen's transport also speaks (subscriptions-transport-ws),
+// and serves a socket that names no subprotocol as.
+const legacyProtocol = "graphql-ws"
+
+// transportProtocol is graphql-transport-ws, the protocol of the graphql-ws library: the
+// server pings and its clients answer pong.
+const transportProtocol = "graphql-transport-ws"
+
+// legacyMessages are the types of message a graphql-ws client may send.
+var legacyMessages = map[string]bool{"connection_init": true, "start": true, "stop": true, "connection_terminate": true}
+
+// transportMessages are the types of message a graphql-transport-ws client may send.
+var transportMessages = map[string]bool{"connection_init": true, "subscribe": true, "complete": true, "ping": true, "pong": true}
 
 // clientMessagesOf returns the types of message a client of subprotocol may send; gqlgen
 // serves a socket naming none (or another) as legacyProtocol.
@@ -36,7 +52,7 @@ type clientMessage struct {
 
 // errProtocol ends gqlgen's read loop after a message its protocol forbids; the socket is
 // closed with the code checkMessage chose.
-var errProtocol = apiError("live: a message the protocol forbids")
+var errProtocol = apiError("wire: a message the protocol forbids")
 
 // checkMessage checks data, a message of the peer on a socket of subprotocol, before gqlgen's
 // transport reads it: it returns the close code and reason of a message the protocol forbids
@@ -45,10 +61,10 @@ var errProtocol = apiError("live: a message the protocol forbids")
 func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, string) {
 	var m clientMessage
 	if err := json.Unmarshal(data, &m); err != nil {
-		return CloseBadRequest, "invalid message: " + err.Error()
+		return live.CloseBadRequest, "invalid message: " + err.Error()
 	}
 	if !clientMessagesOf(subprotocol)[m.Type] {
-		return CloseBadRequest, fmt.Sprintf("unexpected message type %q", m.Type)
+		return live.CloseBadRequest, fmt.Sprintf("unexpected message type %q", m.Type)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -68,10 +84,10 @@ func (s *protocolState) checkMessage(subprotocol string, data []byte) (int, stri
 // none); s.mu is held.
 func (s *protocolState) checkInit(payload json.RawMessage) (int, string) {
 	if s.inited {
-		return CloseInitAgain, "Too many initialisation requests"
+		return live.CloseInitAgain, "Too many initialisation requests"
 	}
 	if p := bytes.TrimSpace(payload); len(p) > 0 && !isKind(p, '{') {
-		return CloseBadRequest, "the payload of connection_init is not an object"
+		return live.CloseBadRequest, "the payload of connection_init is not an object"
 	}
 	s.inited = true
 	return 0, ""
@@ -81,13 +97,13 @@ func (s *protocolState) checkInit(payload json.RawMessage) (int, string) {
 // s.mu is held.
 func (s *protocolState) checkStart(m clientMessage) (int, string) {
 	if m.ID == "" {
-		return CloseBadRequest, m.Type + " without an id"
+		return live.CloseBadRequest, m.Type + " without an id"
 	}
 	if reason := checkOperation(m.Payload); reason != "" {
-		return CloseBadRequest, reason
+		return live.CloseBadRequest, reason
 	}
 	if slices.Contains(s.active, m.ID) {
-		return CloseDuplicateID, fmt.Sprintf("Subscriber for %s already exists", m.ID)
+		return live.CloseDuplicateID, fmt.Sprintf("Subscriber for %s already exists", m.ID)
 	}
 	s.active = append(s.active, m.ID)
 	return 0, ""
@@ -97,7 +113,7 @@ func (s *protocolState) checkStart(m clientMessage) (int, string) {
 // gqlgen's transport reads it (graphql.RawParams: an object, or null, whose query and
 // operationName are strings and whose variables and extensions are objects, each of them
 // possibly null), or "". gqlgen would answer such a payload with an "invalid json" error
-// before the operation is charged (Registry.Gate) or counted among the refusals in a row.
+// before the operation is charged (conns.Registry.Charge) or counted among the refusals in a row.
 func checkOperation(payload json.RawMessage) string {
 	p := bytes.TrimSpace(payload)
 	if len(p) == 0 {

@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"bytes"
@@ -12,6 +12,9 @@ import (
 	"time"
 
 	"github.com/99designs/gqlgen/graphql/handler/transport"
+
+	"petstore/live"
+	"petstore/live/conns"
 )
 
 // wsConn is the transport.WebsocketConn of a socket: gqlgen's coder/websocket connection with
@@ -19,15 +22,15 @@ import (
 // codes the service chooses.
 type wsConn struct {
 	*coderConn
-	net     net.Conn
-	reg     *Registry
-	conn    atomic.Pointer[Conn] // once authenticated
-	missed  atomic.Int32         // pings sent since the peer last sent something
-	writing atomic.Int32         // writes under way
-	ponging atomic.Bool          // a ping frame's pong is waited for (pingLegacy)
-	closing atomic.Bool          // closeWith chose the close: no operation is completed before it
-	proto   protocolState        // what the peer's messages must agree with
-	first   *firstMessage        // read before the transport took the socket; nil once read
+	net          net.Conn
+	writeTimeout time.Duration              // conns.RegistryOptions.WriteTimeout
+	conn         atomic.Pointer[conns.Conn] // once authenticated
+	missed       atomic.Int32               // pings sent since the peer last sent something
+	writing      atomic.Int32               // writes under way
+	ponging      atomic.Bool                // a ping frame's pong is waited for (pingLegacy)
+	closing      atomic.Bool                // closeWith chose the close: no operation is completed before it
+	proto        protocolState              // what the peer's messages must agree with
+	first        *firstMessage              // read before the transport took the socket; nil once read
 
 	mu          sync.Mutex
 	code        int
@@ -52,11 +55,11 @@ func (c *wsConn) WriteClose(code int, reason string) error {
 	if c.code != 0 {
 		code, reason = c.code, c.reason
 	} else if code == transport.WebsocketCloseProtocolError && reason == "connection initialisation timeout" {
-		code = CloseInitTimeout
+		code = live.CloseInitTimeout
 	}
 	c.writeClosed = true
 	c.mu.Unlock()
-	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	return c.coderConn.WriteClose(code, reason)
 }
 
@@ -69,12 +72,12 @@ func (c *wsConn) busy() bool {
 	return closed || c.writing.Load() > 0
 }
 
-// WriteJSON writes v within RegistryOptions.WriteTimeout; past it the subscriber is cut off
-// as too slow (Conn.writeFailed), or, before connection_init, the connection is closed.
+// WriteJSON writes v within conns.RegistryOptions.WriteTimeout; past it the subscriber is cut off
+// as too slow (conns.Conn.WriteFailed), or, before connection_init, the connection is closed.
 func (c *wsConn) WriteJSON(v any) error {
 	c.writing.Add(1)
 	defer c.writing.Add(-1)
-	_ = c.net.SetWriteDeadline(time.Now().Add(c.reg.opts.WriteTimeout))
+	_ = c.net.SetWriteDeadline(time.Now().Add(c.writeTimeout))
 	err := c.write(v)
 	if err != nil {
 		c.writeFailed(err)
@@ -98,11 +101,11 @@ func (c *wsConn) write(v any) error {
 }
 
 // writeFailed ends what a failed write to the peer ends: the subscriber's connection, when
-// too slow (Conn.writeFailed); before connection_init, the socket, on a timeout (its reader
+// too slow (conns.Conn.WriteFailed); before connection_init, the socket, on a timeout (its reader
 // ends, and with it the connection).
 func (c *wsConn) writeFailed(err error) {
 	if conn := c.conn.Load(); conn != nil {
-		conn.writeFailed(err)
+		conn.WriteFailed(err)
 	} else if errors.Is(err, os.ErrDeadlineExceeded) {
 		_ = c.net.Close()
 	}

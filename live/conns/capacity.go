@@ -1,4 +1,4 @@
-package live
+package conns
 
 import (
 	"fmt"
@@ -95,42 +95,42 @@ func (r *Registry) takeConn(addr string) (*apierr.Error, string) {
 	return nil, ""
 }
 
-// admitConn is takeConn under r.mu, the refusal counted.
-func (r *Registry) admitConn(addr string) *apierr.Error {
+// AdmitConn counts a new connection of the instance (a WebSocket from its upgrade, or an SSE
+// stream), and for a WebSocket without a valid key a pending one of its client address addr
+// ("" for one with a key); it returns the refusal past the instance's Capacity or
+// Caps.PendingPerAddr, counted.
+func (r *Registry) AdmitConn(addr string) *apierr.Error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	err, limit := r.takeConn(addr)
 	if err != nil {
-		r.hub.metrics.refused.WithLabelValues(limit).Inc()
+		r.metrics.refused.WithLabelValues(limit).Inc()
 	}
 	return err
 }
 
-// releaseConn gives back a connection that admitConn counted.
-func (r *Registry) releaseConn() {
+// ReleaseConn gives back a connection that AdmitConn counted.
+func (r *Registry) ReleaseConn() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.conns--
 	r.countConns()
 }
 
-// releasePending gives back the pending slot of st's socket, once.
-func (r *Registry) releasePending(st *wsState) {
+// ReleasePending gives back the pending slot that AdmitConn counted for a socket of client
+// address addr; the caller gives it back once.
+func (r *Registry) ReleasePending(addr string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if st.addr == "" {
-		return
-	}
-	if r.pending[st.addr]--; r.pending[st.addr] <= 0 {
-		delete(r.pending, st.addr)
+	if r.pending[addr]--; r.pending[addr] <= 0 {
+		delete(r.pending, addr)
 	}
 	r.pendingAll--
-	st.addr = ""
 	r.countConns()
 }
 
 // countConns sets the gauges of the connections held; r.mu is held.
 func (r *Registry) countConns() {
-	r.hub.metrics.conns.Set(float64(r.conns))
-	r.hub.metrics.pending.Set(float64(r.pendingAll))
+	r.metrics.conns.Set(float64(r.conns))
+	r.metrics.pending.Set(float64(r.pendingAll))
 }

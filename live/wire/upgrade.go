@@ -1,4 +1,4 @@
-package live
+package wire
 
 import (
 	"bufio"
@@ -19,7 +19,6 @@ import (
 
 // wsState is what the upgrade leaves in the request context for the WebSocket transport.
 type wsState struct {
-	reg           *Registry
 	authorization string    // the upgrade's Authorization header
 	addr          string    // the client address, while its pending slot is held
 	since         time.Time // of the upgrade, from which the socket has InitTimeout to send connection_init
@@ -38,11 +37,11 @@ type wsStateKey struct{}
 // allowed (by the CORS allow-list: rest.AllowsOrigin) and a request that is not a WebSocket
 // handshake; with 503 (Retry-After) an upgrade past the instance's Capacity; with 429, for an
 // upgrade without a valid key, a client address (clientAddr names it) holding
-// Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
+// conns.Caps.PendingPerAddr connections not yet initialised. Otherwise it hands
 // the connection to h (the GraphQL handler, whose Websocket transport accepts it) on a
 // goroutine of its own and returns: net/http's goroutine, its buffers and the middleware's
 // frames are freed, and the socket costs what the transport keeps.
-func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
+func (r *Server) Upgrade(allowed func(*http.Request) bool, clientAddr func(*http.Request) string, h http.Handler) gin.HandlerFunc {
 	return func(c *gin.Context) {
 		c.Abort()
 		st, err := r.admitUpgrade(c, allowed, clientAddr)
@@ -58,16 +57,16 @@ func (r *Registry) Upgrade(allowed func(*http.Request) bool, clientAddr func(*ht
 // admitUpgrade returns the state of an upgrade Upgrade accepts, counted among the instance's
 // connections (Capacity) and, when it carries no valid key, among the sockets not yet
 // initialised of its client address and of the instance; else the refusal.
-func (r *Registry) admitUpgrade(c *gin.Context, allowed func(*http.Request) bool, clientAddr func(*http.Request) string) (*wsState, error) {
+func (r *Server) admitUpgrade(c *gin.Context, allowed func(*http.Request) bool, clientAddr func(*http.Request) string) (*wsState, error) {
 	req := c.Request
 	if err := Handshake(req, allowed); err != nil {
 		return nil, err
 	}
-	st := &wsState{reg: r, authorization: req.Header.Get("Authorization"), since: time.Now()}
+	st := &wsState{authorization: req.Header.Get("Authorization"), since: time.Now()}
 	if auth.FromContext(req.Context()) == nil {
 		st.addr = clientAddr(req)
 	}
-	if err := r.admitConn(st.addr); err != nil {
+	if err := r.reg.AdmitConn(st.addr); err != nil {
 		c.Header("Retry-After", "5")
 		return nil, err
 	}
@@ -77,18 +76,18 @@ func (r *Registry) admitUpgrade(c *gin.Context, allowed func(*http.Request) bool
 // hijack takes the connection of c from net/http, accepts the WebSocket on it (writing the
 // 101) and serves it on a goroutine of its own, with st in its request's context: the goroutine
 // starts with the smallest stack and parks at once, in wsState.awaitFirst.
-func (r *Registry) hijack(c *gin.Context, st *wsState, h http.Handler) error {
+func (r *Server) hijack(c *gin.Context, st *wsState, h http.Handler) error {
 	conn, brw, err := http.NewResponseController(c.Writer).Hijack()
 	if err != nil {
 		r.releasePending(st)
-		r.releaseConn()
+		r.reg.ReleaseConn()
 		return apierr.Wrap(err)
 	}
 	boundSendBuffer(conn)
 	ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(c.Request.Context()), wsStateKey{}, st))
 	context.AfterFunc(ctx, func() {
 		r.releasePending(st)
-		r.releaseConn()
+		r.reg.ReleaseConn()
 	})
 	w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
 	req := c.Request.WithContext(ctx)
@@ -131,8 +130,8 @@ func Handshake(req *http.Request, allowed func(*http.Request) bool) *apierr.Erro
 // KeylessUpgrade reports whether req is a WebSocket handshake that Upgrade accepts and that
 // carries no Authorization header: the router charges it to nobody (its client address
 // included), since a browser cannot set that header and sends its key in connection_init,
-// where the socket is charged to the key. Caps.PendingPerAddr bounds such sockets per address,
-// Capacity.Pending on the instance, and InitTimeout their life without a key.
+// where the socket is charged to the key. conns.Caps.PendingPerAddr bounds such sockets per address,
+// conns.Capacity.Pending on the instance, and InitTimeout their life without a key.
 func KeylessUpgrade(allowed func(*http.Request) bool) func(*http.Request) bool {
 	return func(req *http.Request) bool {
 		return req.Header.Get("Authorization") == "" && strings.EqualFold(req.Header.Get("Upgrade"), "websocket") &&

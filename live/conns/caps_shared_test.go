@@ -1,4 +1,4 @@
-package live
+package conns
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"petstore/apierr"
 	"petstore/auth"
+	"petstore/live"
 	"petstore/testkit/dbtest"
 )
 
@@ -24,12 +25,12 @@ func TestLeasesFailurePolicy(t *testing.T) {
 			client := redis.NewClient(&redis.Options{Addr: r.Addr, DialTimeout: 200 * time.Millisecond, MaxRetries: -1})
 			t.Cleanup(func() { _ = client.Close() })
 			leases := NewLeases(client, "t:")
-			reg := NewRegistry(NewHub(HubOptions{}), RegistryOptions{Leases: leases, FailOpen: failOpen})
+			reg := NewRegistry(live.NewHub(live.HubOptions{}), RegistryOptions{Leases: leases, FailOpen: failOpen})
 			t.Cleanup(reg.Shutdown)
 			p := &auth.Principal{KeyID: 7, Plan: auth.Free}
 			ctx := context.Background()
 			open := func() error {
-				_, err := reg.open(ctx, p, func(int, string) {}, true)
+				_, err := reg.Open(ctx, p, func(int, string) {}, true)
 				return err
 			}
 			if err := open(); err != nil {

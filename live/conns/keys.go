@@ -1,10 +1,12 @@
-package live
+package conns
 
 import (
 	"context"
 
 	"gorm.io/gorm"
 
+	"petstore/apierr"
+	"petstore/auth"
 	"petstore/models"
 )
 
@@ -69,6 +71,22 @@ func addSuspended(ctx context.Context, suspended suspendedFunc, ids []int64, bad
 	}
 	for id := range s {
 		bad[id] = "is suspended for sending requests after being rate limited"
+	}
+	return nil
+}
+
+// CheckKey returns the error of p's key when RegistryOptions.Check finds it revoked or
+// suspended (unauthorized), or cannot tell (unavailable); nil for a key that may connect.
+func (r *Registry) CheckKey(ctx context.Context, p *auth.Principal) error {
+	if r.opts.Check == nil {
+		return nil
+	}
+	bad, err := r.opts.Check(ctx, []int64{p.KeyID})
+	if err != nil {
+		return &apierr.Error{Code: apierr.Unavailable, Message: "cannot check the API key now; retry later", Err: err}
+	}
+	if reason, ok := bad[p.KeyID]; ok {
+		return apierr.New(apierr.Unauthorized, "the API key %s", reason)
 	}
 	return nil
 }

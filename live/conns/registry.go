@@ -1,4 +1,4 @@
-package live
+package conns
 
 import (
 	"context"
@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"petstore/auth"
+	"petstore/live"
 )
 
 // DefaultPingEvery is how often every WebSocket gets a ping unless RegistryOptions.PingEvery
@@ -45,6 +46,8 @@ type RegistryOptions struct {
 	// true admits it within this instance's caps, false refuses it as unavailable (the rate
 	// limiter's policy, PETSTORE_RATELIMIT_FAIL_OPEN). Those already open stay open either way.
 	FailOpen bool
+	// Metrics counts connections, refusals and cut-offs; nil: counted but not exported.
+	Metrics *Metrics
 }
 
 // withDefaults returns o with its zero fields set to the defaults.
@@ -62,15 +65,19 @@ func (o RegistryOptions) withDefaults() RegistryOptions {
 		o.Caps = DefaultCaps()
 	}
 	o.Capacity = o.Capacity.withDefaults()
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics()
+	}
 	return o
 }
 
 // Registry knows every subscriber connection of the instance: it applies the caps, cuts off
-// the keys that are revoked or suspended, pings the WebSockets and closes everything at
-// shutdown. Its one goroutine starts with the first connection.
+// the keys that are revoked or suspended and closes everything at shutdown. Its one goroutine
+// starts with the first connection.
 type Registry struct {
-	opts RegistryOptions
-	hub  *Hub
+	opts    RegistryOptions
+	hub     *live.Hub
+	metrics *Metrics
 
 	startOnce sync.Once
 	ctx       context.Context
@@ -82,35 +89,43 @@ type Registry struct {
 	conns      int            // WebSockets (from their upgrade) and SSE streams: Capacity.Connections
 	pendingAll int            // WebSockets without a key not yet initialised: Capacity.Pending
 	pending    map[string]int // the same by client address: Caps.PendingPerAddr
-	ws         map[*wsConn]struct{}
 	shutdown   bool
 	leasing    chan struct{}  // closed when Leases.run has returned; nil until it starts
 	streams    sync.WaitGroup // SSE streams being served (Stream), which Shutdown waits for
 }
 
-// NewRegistry returns a Registry whose cut-offs the Hub counts.
-func NewRegistry(hub *Hub, opts RegistryOptions) *Registry {
+// NewRegistry returns a Registry of the subscriptions of hub, which it closes at Shutdown.
+func NewRegistry(hub *live.Hub, opts RegistryOptions) *Registry {
 	ctx, stop := context.WithCancel(context.Background())
 	opts = opts.withDefaults()
-	hub.metrics.limit.WithLabelValues(refusedConnections).Set(float64(opts.Capacity.Connections))
-	hub.metrics.limit.WithLabelValues(refusedPending).Set(float64(opts.Capacity.Pending))
-	return &Registry{opts: opts, hub: hub, ctx: ctx, stop: stop, done: make(chan struct{}),
-		keys: map[int64]*keyConns{}, pending: map[string]int{}, ws: map[*wsConn]struct{}{}}
+	m := opts.Metrics
+	m.limit.WithLabelValues(refusedConnections).Set(float64(opts.Capacity.Connections))
+	m.limit.WithLabelValues(refusedPending).Set(float64(opts.Capacity.Pending))
+	return &Registry{opts: opts, hub: hub, metrics: m, ctx: ctx, stop: stop, done: make(chan struct{}),
+		keys: map[int64]*keyConns{}, pending: map[string]int{}}
 }
 
-// open registers a connection of p, closed by cut, and for a stream (an SSE stream) its
-// subscription too; it fails over the key's caps.
-func (r *Registry) open(ctx context.Context, p *auth.Principal, cut func(code int, reason string), stream bool) (*Conn, error) {
+// Options returns the settings of r, the defaults filled in: what its transports bound
+// their writes and pings with.
+func (r *Registry) Options() RegistryOptions { return r.opts }
+
+// Context returns the context of r's goroutines, which ends at Shutdown: the transports'
+// goroutines that serve every connection (pings) end with it.
+func (r *Registry) Context() context.Context { return r.ctx }
+
+// Open registers a connection of p, closed by cut: a WebSocket, or a stream (an SSE stream),
+// which holds its subscription slot too; it fails over the key's caps.
+func (r *Registry) Open(ctx context.Context, p *auth.Principal, cut func(code int, reason string), stream bool) (*Conn, error) {
 	r.startOnce.Do(func() { go r.loop() })
 	n := r.opts.Caps.capOf(p.Plan.Name)
-	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream, principal: p}
+	c := &Conn{reg: r, KeyID: p.KeyID, plan: p.Plan.Name, cut: cut, held: stream, ws: !stream, principal: p}
 	kinds, err := r.hold(c, n)
 	if err != nil {
 		return nil, err
 	}
 	release, err := r.share(ctx, c, n, kinds...)
 	if err != nil {
-		r.close(c)
+		r.Close(c)
 		return nil, err
 	}
 	c.release = release
@@ -123,7 +138,7 @@ func (r *Registry) hold(c *Conn, n int) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.shutdown {
-		return nil, errShuttingDown
+		return nil, live.ErrShuttingDown
 	}
 	r.startLeasing()
 	k := r.keys[c.KeyID]
@@ -143,8 +158,8 @@ func (r *Registry) hold(c *Conn, n int) ([]string, error) {
 	return []string{"conns", "subs"}, nil
 }
 
-// close forgets c (and the subscription of a stream) and lets its leases go.
-func (r *Registry) close(c *Conn) {
+// Close forgets c (and the subscription of a stream) and lets its leases go.
+func (r *Registry) Close(c *Conn) {
 	if c.release != nil {
 		c.release()
 	}
@@ -166,68 +181,19 @@ func (r *Registry) connsOf(id int64) []*Conn {
 	return r.keys[id].list()
 }
 
-// Shutdown closes every connection with CloseGoingAway (an SSE stream ends after an error
-// event saying so, which it waits for, at most WriteTimeout), lets every lease in Redis go
-// and refuses new connections; the Hub's goroutines and the Registry's stop.
-func (r *Registry) Shutdown() {
-	leasing, conns := r.beginShutdown()
-	for _, c := range conns {
-		c.Cut(CloseGoingAway, ReasonShutdown)
-	}
-	r.waitStreams()
-	r.stop()
-	r.stopLeasing(leasing)
-	r.hub.Close()
-}
-
-// beginShutdown refuses new connections, and returns what Shutdown ends: the leasing (nil
-// when it never started) and every connection.
-func (r *Registry) beginShutdown() (chan struct{}, []*Conn) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.shutdown = true
-	var all []*Conn
-	for _, k := range r.keys {
-		all = append(all, k.list()...)
-	}
-	return r.leasing, all
-}
-
-// waitStreams waits, at most WriteTimeout, for the SSE streams to write their last events:
-// net/http does not wait for connections taken from it.
-func (r *Registry) waitStreams() {
-	ended := make(chan struct{})
-	go func() { r.streams.Wait(); close(ended) }()
-	select {
-	case <-ended:
-	case <-time.After(r.opts.WriteTimeout):
-	}
-}
-
-// loop checks the keys every RecheckEvery and, on a goroutine of its own, pings the
-// WebSockets every PingEvery: a round of pings that waits on stalled sockets (each up to
-// WriteTimeout) never holds up the cut-off of a revoked or suspended key.
+// loop checks the keys every RecheckEvery until Shutdown. (The transport pings the
+// WebSockets on a goroutine of its own: a round of pings that waits on stalled sockets never
+// holds up the cut-off of a revoked or suspended key.)
 func (r *Registry) loop() {
 	defer close(r.done)
-	pinging := make(chan struct{})
-	go func() {
-		defer close(pinging)
-		every(r.ctx, r.opts.PingEvery, r.pingAll)
-	}()
-	every(r.ctx, r.opts.RecheckEvery, r.recheck)
-	<-pinging
-}
-
-// every runs f every d until ctx ends.
-func every(ctx context.Context, d time.Duration, f func()) {
-	t := time.NewTicker(d)
+	t := time.NewTicker(r.opts.RecheckEvery)
 	defer t.Stop()
 	for {
 		select {
-		case <-ctx.Done():
+		case <-r.ctx.Done():
 			return
 		case <-t.C:
-			f()
+			r.recheck()
 		}
 	}
 }
@@ -245,12 +211,12 @@ func (r *Registry) recheck() {
 	bad, err := r.opts.Check(ctx, ids)
 	cancel()
 	if err != nil {
-		logEvery(&r.hub.metrics.lastReadLog, "live: checking the keys of subscribers failed", err)
+		r.metrics.checkLog.Warn("live: checking the keys of subscribers failed", err)
 		return
 	}
 	for id, reason := range bad {
 		for _, c := range r.connsOf(id) {
-			c.Cut(CloseForbidden, fmt.Sprintf("the API key %s", reason))
+			c.Cut(live.CloseForbidden, fmt.Sprintf("the API key %s", reason))
 		}
 	}
 }
