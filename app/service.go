@@ -29,6 +29,7 @@ import (
 	"petstore/store"
 	"petstore/store/pets"
 	"petstore/tracing"
+	"petstore/webhooks"
 )
 
 // Service is the wired service: its whole HTTP handler and the parts Serve runs beside it.
@@ -43,6 +44,7 @@ type Service struct {
 	pages   *pets.PageCache     // nil: off
 	late    *pets.LateBus       // nil: this instance alone
 	docs    *documents.Registry // the trusted documents, read again as they change
+	hooks   *webhooks.Dispatcher
 }
 
 // CloseStreams closes every subscriber connection, as shutdown does after the drain delay.
@@ -51,8 +53,12 @@ func (s *Service) CloseStreams() { s.drain.closeStreams() }
 // New wires the service on db, with its rate limits, persisted queries and subscription leases
 // in rdb when it is not nil (else in process). tr traces requests, GraphQL operations and
 // resolvers; nil installs no tracing. The statements and commands of db and rdb are traced
-// when they were opened and instrumented by tr.
-func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer) (*Service, error) {
+// when they were opened and instrumented by tr. opts are for tests.
+func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer, opts ...Option) (*Service, error) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	metrics, err := newMetrics(db)
 	if err != nil {
 		return nil, err
@@ -72,6 +78,10 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		return nil, err
 	}
 	petStore := pets.New(db, cfg.DBTimeout, pages)
+	wh, err := newWebhooks(cfg, db, petStore, metrics, o)
+	if err != nil {
+		return nil, err
+	}
 	subs, err := newLive(cfg, db, rdb, petStore, authn, limiter, metrics)
 	if err != nil {
 		return nil, err
@@ -83,7 +93,7 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	resolver := graph.NewResolver(petStore, graph.ResolverOptions{Live: subs.reg, Published: subs.hub.Publish})
 	gql := graph.NewHandler(resolver, graphqlOptions(cfg, rdb, tr, subs, docs))
 	drain := &drainer{closeStreams: subs.reg.Shutdown}
-	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr})
+	deps, err := newDeps(cfg, parts{db, resolver, gql, authn, limiter, records, metrics, subs, drain, tr, wh.endpoints})
 	if err != nil {
 		return nil, err
 	}
@@ -96,17 +106,20 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		pages:   pages,
 		late:    late,
 		docs:    docs,
+		hooks:   wh.dispatcher,
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
 // returns is called: it removes expired Idempotency-Key records, reads the trusted documents
-// again when they change, and hears of the late pets of other instances (pets.LateBus.Listen).
+// again when they change, delivers webhooks, and hears of the late pets of other instances
+// (pets.LateBus.Listen).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
 	done.Go(func() { s.docs.Run(ctx, documents.DefaultRefreshEvery) })
+	done.Go(func() { s.hooks.Run(ctx) })
 	if s.pages != nil && s.late != nil {
 		done.Go(func() { s.late.Listen(ctx, s.pages) })
 	}
@@ -189,6 +202,7 @@ type parts struct {
 	subs     subscriptions
 	drain    *drainer
 	tr       *tracing.Tracer
+	hooks    *webhooks.Endpoints
 }
 
 // newDeps returns what the router serves: p, the documents and pages, the client address of
@@ -231,5 +245,6 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Stream:     p.subs.wire.Stream(p.gql),
 		Streams:    wire.IsStream,
 		Immutable:  cfg.PageCacheBytes != 0,
+		Webhooks:   p.hooks,
 	}, nil
 }

@@ -59,6 +59,7 @@ type Config struct {
 	PageCacheBytes     int           // most bytes of settled pages kept in memory (pets.PageCache); 0: off
 	GraphQL            graph.Options
 	RateLimit          ratelimit.Config
+	Webhooks           Webhooks
 	Tracing            bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
 
@@ -103,6 +104,7 @@ func Default() Config {
 		PageCacheBytes:   DefaultPageCacheBytes,
 		GraphQL:          graph.DefaultOptions(),
 		RateLimit:        ratelimit.DefaultConfig(),
+		Webhooks:         defaultWebhooks(),
 	}
 }
 
@@ -156,6 +158,9 @@ func (c Config) Validate() error {
 	case auth.Free.Name, auth.Pro.Name, auth.Business.Name:
 	default:
 		return fmt.Errorf("PETSTORE_DEV_KEY_PLAN must be free, pro or business; got %q", c.DevKeyPlan)
+	}
+	if err := c.Webhooks.validate(); err != nil {
+		return err
 	}
 	if len(c.Replicas) > 0 && !strings.HasPrefix(c.DB, "mysql://") {
 		return errors.New("PETSTORE_DB_REPLICAS needs PETSTORE_DB to be a mysql:// address")

@@ -45,6 +45,7 @@ var registrars = []struct {
 	{Server, (*Config).serverFlags},
 	{GraphQL, (*Config).graphqlFlags},
 	{Server, (*Config).limitFlags},
+	{Server, (*Config).webhookFlags},
 }
 
 // Register defines the flags of the settings of groups on fs, with c's values as defaults.

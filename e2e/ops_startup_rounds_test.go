@@ -156,9 +156,9 @@ func checkStarted(admin string) []error {
 	var versions, rows, keys, leases int64
 	if err := db.Raw("SELECT COUNT(DISTINCT version_id), COUNT(*) FROM goose_db_version").Row().Scan(&versions, &rows); err != nil {
 		errs = append(errs, err)
-	} else if versions != 5 || rows != 5 { // 0 (goose's own) to 4
+	} else if versions != 6 || rows != 6 { // 0 (goose's own) to 5
 		errs = append(errs, errors.New("goose_db_version: "+strconv.FormatInt(rows, 10)+" rows of "+
-			strconv.FormatInt(versions, 10)+" versions; want 5 of 5"))
+			strconv.FormatInt(versions, 10)+" versions; want 6 of 6"))
 	}
 	if err := db.Raw("SELECT COUNT(*) FROM api_keys").Scan(&keys).Error; err != nil {
 		errs = append(errs, err)

@@ -169,6 +169,7 @@ func exampleCases() map[string]func(*testing.T) response {
 	// With an Idempotency-Key the claim fails first; without one, the cut insert may have been
 	// stored, and the answer says so.
 	cases["createPet 503 database"] = databaseCut(withHeader(createPetOp.req, "Idempotency-Key", "cut"))
+	addWebhookExampleCases(cases)
 	return cases
 }
 

@@ -21,6 +21,11 @@
 //	petstore_ratelimit_decisions_total{outcome,plan}              counter
 //	petstore_ratelimit_suspensions_total{plan}                    counter
 //	petstore_ratelimit_store_errors_total                         counter (RegisterStoreErrors)
+//	petstore_webhook_deliveries_queued_total                      counter (package webhooks)
+//	petstore_webhook_deliveries_delivered_total                   counter (package webhooks)
+//	petstore_webhook_deliveries_retried_total                     counter (package webhooks)
+//	petstore_webhook_deliveries_failed_total                      counter (package webhooks)
+//	petstore_webhook_oldest_undelivered_seconds                   gauge (package webhooks)
 //	go_sql_*{db_name="petstore"}                                  pool stats (RegisterDB)
 //	go_*, process_*                                               Go runtime and process
 //

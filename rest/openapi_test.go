@@ -129,7 +129,7 @@ func TestOpenAPIContactWithoutURL(t *testing.T) {
 
 func TestOpenAPITags(t *testing.T) {
 	doc := loadDoc(t)
-	for _, name := range []string{"animals", "Store", "Pets"} {
+	for _, name := range []string{"animals", "Store", "Pets", "webhooks"} {
 		tag := doc.Tags.Get(name)
 		if tag == nil {
 			t.Errorf("tag %s: got none; want it declared", name)
@@ -151,6 +151,12 @@ func TestOpenAPIOperations(t *testing.T) {
 		{http.MethodPost, "/pets", "createPet", "animals", false},
 		{http.MethodGet, "/pets/{petId}", "getPet", "animals", true},
 		{http.MethodGet, "/store/orders", "listOrders", "Store", false},
+		{http.MethodGet, "/webhooks", "listWebhooks", "webhooks", false},
+		{http.MethodPost, "/webhooks", "createWebhook", "webhooks", false},
+		{http.MethodDelete, "/webhooks/{webhookId}", "deleteWebhook", "webhooks", false},
+		{http.MethodPost, "/webhooks/{webhookId}/secret", "rotateWebhookSecret", "webhooks", false},
+		{http.MethodGet, "/webhooks/{webhookId}/deliveries", "listWebhookDeliveries", "webhooks", false},
+		{http.MethodPost, "/webhooks/{webhookId}/replay", "replayWebhook", "webhooks", false},
 	}
 	count := 0
 	for _, item := range doc.Paths.Map() {
@@ -213,10 +219,11 @@ func TestOpenAPIEveryResponseDeclaresRateLimitHeaders(t *testing.T) {
 					}
 				}
 				c := resp.Value.Content.Get("application/json")
-				if status == "304" && c != nil {
-					t.Errorf("%s %s 304: got a body; want none", method, path)
+				bodiless := status == "304" || status == "204"
+				if bodiless && c != nil {
+					t.Errorf("%s %s %s: got a body; want none", method, path, status)
 				}
-				if status != "304" && (c == nil || c.Schema == nil) {
+				if !bodiless && (c == nil || c.Schema == nil) {
 					t.Errorf("%s %s %s: got no application/json body; want one", method, path, status)
 				}
 			}
@@ -241,6 +248,8 @@ func TestOpenAPIResponses(t *testing.T) {
 			"401": {"WWW-Authenticate"}, "429": {"Retry-After"},
 		}},
 		{http.MethodGet, "/store/orders", []string{"400", "401", "429", "500", "501", "503"}, map[string][]string{"401": {"WWW-Authenticate"}, "429": {"Retry-After"}}},
+		{http.MethodPost, "/webhooks", errorsOf("201", "413", "415"), map[string][]string{"201": {"Location"}, "401": {"WWW-Authenticate"}, "429": {"Retry-After"}}},
+		{http.MethodDelete, "/webhooks/{webhookId}", []string{"204", "401", "404", "429", "500", "503"}, map[string][]string{"401": {"WWW-Authenticate"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.method+" "+tt.path, func(t *testing.T) {

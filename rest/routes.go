@@ -16,6 +16,7 @@ import (
 	"petstore/graph"
 	"petstore/internal/jsonbody"
 	"petstore/observe"
+	"petstore/webhooks"
 )
 
 // Deps are what the router serves.
@@ -42,6 +43,7 @@ type Deps struct {
 	Stream     gin.HandlerFunc             // serves GraphQL over Server-Sent Events in place of GraphQL (wire.Server.Stream); nil for none
 	Streams    func(*http.Request) bool    // reports a request that Stream serves (wire.IsStream), charged one request as it opens; nil for none
 	Immutable  bool                        // nothing but the API writes the pets (PETSTORE_PAGE_CACHE on): full pages and single pets are sent as immutable
+	Webhooks   *webhooks.Endpoints         // the webhook endpoints of each key, served at /v1/webhooks; nil for none
 }
 
 // Limiter is the rate limiter as the router places it (ratelimit.Limiter).
@@ -136,6 +138,9 @@ func apiRoutes(v1 *gin.RouterGroup, d Deps, ident []gin.HandlerFunc) {
 	// getPet marks every answer deprecated, the 401 and 429 ones included.
 	get(v1, "/pets/:petId", slices.Concat([]gin.HandlerFunc{deprecated}, chain, []gin.HandlerFunc{getPet(q, d.Immutable)})...)
 	get(api, "/store/orders", listOrders)
+	if d.Webhooks != nil {
+		webhookRoutes(api, d.Webhooks)
+	}
 	graphqlRoutes(v1, d)
 }
 

@@ -26,6 +26,9 @@ type Store struct {
 	replicaSQL listStatements
 	settle     *store.Settler // on MySQL (db.Settler), else nil
 	pages      *PageCache     // nil: every page is read
+	outbox     func()         // nil: no outbox rows; else told of each one once it committed
+	active     func() bool    // whether the outbox is written now (an endpoint exists)
+	prepared   preparedInserts
 }
 
 // New returns the Store of db, whose statements each take at most timeout, and whose reads go
@@ -43,6 +46,19 @@ func New(db *store.DB, timeout time.Duration, pages *PageCache) *Store {
 	return s
 }
 
+// Outbox makes every pet created while active reports true write its row of the webhooks
+// outbox in its own transaction, so that a pet whose creation answered is delivered even
+// when the instance dies right after; committed is called once each such row committed (to
+// wake the dispatcher). While active reports false a pet is the one INSERT it is without
+// webhooks. It returns s.
+func (s *Store) Outbox(committed func(), active func() bool) *Store {
+	s.outbox, s.active = committed, active
+	return s
+}
+
+// outboxSQL writes the outbox row of a pet (webhooks.Dispatcher reads it).
+const outboxSQL = "INSERT INTO webhook_outbox (pet_id, created_at) VALUES (?, ?)"
+
 // createPetSQL inserts a pet: one statement, nothing else. InnoDB hands out its id before
 // the row is in the table, so a page can meet a hole where a lower id is still on its way in;
 // the listing settles such holes (store.Settler, settledPageOn) rather than the insert keeping
@@ -56,31 +72,44 @@ const createPetSQL = "INSERT INTO pets (name, category_id, status) VALUES (?, ?,
 const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT INTO pets (name, category_id, status) SELECT ?, ?, ?"
 
 // Create stores the pet that input describes, which the caller has validated
-// (models.NewPet.Validate), on the transaction of ctx if it carries one (store.WithTx).
-// Outside a transaction the INSERT runs again while the server rolls it back (store.Retry),
-// all attempts within the statement timeout; inside one the transaction's owner runs it all
-// again (store.Transact). A connection lost under the INSERT is UNAVAILABLE saying that the
-// pet may exist (store.WriteError). Once the pet committed, a write slow enough to make it
-// late is told to the page cache (PageCache.committed).
+// (models.NewPet.Validate), on the transaction of ctx if it carries one (store.WithTx), with
+// its outbox row when Outbox is on and active (in a transaction of its own when ctx carries
+// none).
+// Outside a transaction the INSERT runs again while the server rolls it back (store.Retry,
+// store.TransactSQL), all attempts within the statement timeout; inside one the transaction's
+// owner runs it all again (store.Transact). A connection lost under the INSERT is UNAVAILABLE
+// saying that the pet may exist (store.WriteError). Once the pet committed, a write slow
+// enough to make it late is told to the page cache (PageCache.committed).
 func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
 	pet, start := input.Pet(), time.Now()
+	outbox := s.outbox != nil && s.active()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	insert := func(ctx context.Context) error {
-		res, err := store.ConnPool(ctx, s.db).ExecContext(ctx, s.insertSQL, pet.Name, pet.CategoryID, pet.Status)
+		conn := store.ConnPool(ctx, s.db)
+		res, err := conn.ExecContext(ctx, s.insertSQL, pet.Name, pet.CategoryID, pet.Status)
 		if err == nil {
 			pet.ID, err = res.LastInsertId()
+		}
+		if err == nil && outbox {
+			_, err = conn.ExecContext(ctx, outboxSQL, pet.ID, start.UTC())
 		}
 		return err
 	}
 	var err error
-	if store.InTx(ctx) {
+	switch {
+	case store.InTx(ctx):
 		err = insert(ctx)
-	} else {
+	case outbox:
+		err = s.insertWithOutbox(ctx, &pet, start)
+	default:
 		err = store.Retry(ctx, insert)
 	}
 	if err != nil {
 		return nil, store.WriteError(err)
+	}
+	if outbox {
+		store.OnCommit(ctx, s.outbox)
 	}
 	if s.pages != nil && s.settle != nil { // on SQLite every write commits in id order
 		store.OnCommit(ctx, func() { s.pages.committed(pet.ID, start) })

@@ -1,0 +1,88 @@
+package e2e
+
+import (
+	"net"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"petstore/app"
+	"petstore/config"
+)
+
+// TestWebhookRotation rotates an endpoint's secret: within the grace period every delivery
+// carries two signatures, and the library verifies it with either secret.
+func TestWebhookRotation(t *testing.T) {
+	api := newHookAPI(t, dbtestSQLite(t), hookConfig(time.Second))
+	rcv := newReceiver(t, nil)
+	id, oldSecret := api.createHook(t, rcv.URL)
+	resp := api.do(t, post("/v1/webhooks/"+id+"/secret", ""))
+	if resp.status != http.StatusOK || !strings.Contains(resp.body, `"secret":"whsec_`) || strings.Contains(resp.body, oldSecret) {
+		t.Fatalf("rotate: got %d %s; want 200 with a new secret", resp.status, resp.body)
+	}
+	newSecret := resp.body[strings.Index(resp.body, `"secret":"`)+10:]
+	newSecret = newSecret[:strings.IndexByte(newSecret, '"')]
+	api.do(t, post("/v1/pets", `{"name":"Rotated","categoryId":1}`))
+	c := rcv.waitFor(t, 10*time.Second, "the delivery", func(c []hookCall) bool { return len(c) == 1 })[0]
+	if sigs := strings.Fields(c.header.Get("webhook-signature")); len(sigs) != 2 {
+		t.Errorf("webhook-signature: got %q; want two signatures", c.header.Get("webhook-signature"))
+	}
+	verify(t, newSecret, c)
+	verify(t, oldSecret, c)
+	wh, _ := standardwebhooks.NewWebhook(standardwebhooksOtherSecret)
+	if err := wh.Verify(c.body, c.header); err == nil {
+		t.Error("a third secret verifies the delivery; want it refused")
+	}
+	if list := api.do(t, get("/v1/webhooks")); strings.Contains(list.body, "whsec_") {
+		t.Errorf("list after the rotation: got %s; want no secret", list.body)
+	}
+}
+
+// standardwebhooksOtherSecret is a secret no endpoint has.
+const standardwebhooksOtherSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// TestWebhookRebinding registers a name that resolves to a public address, then makes it
+// resolve to a loopback one where a listener waits: the delivery is refused before any
+// connection is made (the dialer's Control hook), and the listener is never reached. No
+// connection ever leaves the loopback range: the public address is never dialed.
+func TestWebhookRebinding(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var accepted atomic.Int32
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			c.Close()
+		}
+	}()
+	r := &testResolver{hosts: map[string]string{"rebind.test": "93.184.215.14"}}
+	cfg := config.Default()
+	cfg.Webhooks.Schedule = []time.Duration{50 * time.Millisecond}
+	api := newHookAPI(t, dbtestSQLite(t), cfg, app.WithResolver(r))
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	id, _ := api.createHook(t, "https://rebind.test:"+port+"/hooks")
+	r.set("rebind.test", "127.0.0.1")
+	api.do(t, post("/v1/pets", `{"name":"Rebound","categoryId":1}`))
+	ds := waitDeliveries(t, api, id, func(ds []delivery) bool { return len(ds) == 1 && ds[0].Status == "failed" })
+	if ds[0].LastStatus != nil || ds[0].Attempts != 2 {
+		t.Errorf("delivery: got %+v; want 2 attempts without a status", ds[0])
+	}
+	resp := api.do(t, get("/v1/webhooks/"+id+"/deliveries"))
+	if !strings.Contains(resp.body, "not public") {
+		t.Errorf("deliveries: got %s; want the refusal as the last error", resp.body)
+	}
+	if n := accepted.Load(); n != 0 {
+		t.Errorf("the loopback listener accepted %d connections; want none", n)
+	}
+}

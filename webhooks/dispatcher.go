@@ -1,0 +1,216 @@
+package webhooks
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"gorm.io/gorm"
+
+	"petstore/migrations"
+	"petstore/store"
+)
+
+// DefaultSchedule is the wait before each retry of a failed delivery, as Svix's: the first
+// attempt goes at once, the last retry about 33 hours after it; then the delivery has failed.
+var DefaultSchedule = []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute,
+	2 * time.Hour, 5 * time.Hour, 10 * time.Hour, 10 * time.Hour}
+
+// Options are the settings of a Dispatcher.
+type Options struct {
+	Schedule  []time.Duration // waits before each retry (PETSTORE_WEBHOOK_RETRY_SCHEDULE)
+	Timeout   time.Duration   // a receiver's 2xx must come within it (PETSTORE_WEBHOOK_TIMEOUT)
+	Addresses Addresses       // where deliveries may go
+	DBTimeout time.Duration   // of each statement
+	Poll      time.Duration   // how often the outbox and the due retries are read besides wake-ups; 0: 1 s
+}
+
+// maxInFlight bounds the deliveries one instance sends at a time: a slow receiver holds some
+// of them up to the timeout, never the pets' requests.
+const maxInFlight = 512
+
+// maxPerHost bounds the connections to one receiver's host, kept alive between deliveries:
+// more deliveries to it wait for one, rather than dial anew.
+const maxPerHost = 64
+
+// Dispatcher turns the outbox into deliveries and sends them: every instance runs one, and
+// they share the work through the database. A delivery is claimed by moving its next attempt
+// past the time its sending may take (the lease): another instance takes it only once the
+// lease ran out, which is how a delivery of an instance that died is sent again. Claims lock
+// their rows with FOR UPDATE SKIP LOCKED where the engine has it (MariaDB 10.6, MySQL 8), so
+// that instances claiming at once take different rows; on Galera two nodes' claims of one row
+// conflict at commit, and the later is rolled back and tries again.
+type Dispatcher struct {
+	db       *gorm.DB
+	lock     string // the locking clause of claims: "", " FOR UPDATE" or " FOR UPDATE SKIP LOCKED"
+	opts     Options
+	client   *http.Client
+	wake     chan struct{}
+	slots    chan struct{} // one per delivery in flight
+	results  chan result
+	Metrics  *Metrics
+	Active   *Active // whether pets write their outbox rows
+	inflight sync.WaitGroup
+}
+
+// NewDispatcher returns the Dispatcher of db with opts, its Active read from db.
+func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher, error) {
+	if opts.Poll <= 0 {
+		opts.Poll = time.Second
+	}
+	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
+		results: make(chan result, maxInFlight), Metrics: newMetrics(),
+		Active: &Active{warmUp: opts.Poll + 2*opts.DBTimeout + time.Second}}
+	d.client = &http.Client{
+		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,
+			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true},
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	if db.Dialect == migrations.MySQL {
+		var version string
+		if err := db.WithContext(ctx).Raw("SELECT VERSION()").Scan(&version).Error; err != nil {
+			return nil, err
+		}
+		d.lock = lockClause(version)
+	}
+	d.refresh(ctx)
+	return d, nil
+}
+
+// lockClause returns the locking clause of claims on the MySQL server of version: SKIP
+// LOCKED from MariaDB 10.6 and MySQL 8.0 on, else a plain FOR UPDATE.
+func lockClause(version string) string {
+	var major, minor int
+	_, _ = fmt.Sscanf(version, "%d.%d", &major, &minor)
+	maria := strings.Contains(strings.ToLower(version), "mariadb")
+	if (maria && (major > 10 || major == 10 && minor >= 6)) || (!maria && major >= 8) {
+		return " FOR UPDATE SKIP LOCKED"
+	}
+	return " FOR UPDATE"
+}
+
+// Wake makes the dispatcher read the outbox now: a pet of this instance committed.
+func (d *Dispatcher) Wake() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// coalesce is how long a wake-up waits for more pets to commit, so that a burst of them is
+// turned into deliveries in one transaction rather than one each.
+const coalesce = 20 * time.Millisecond
+
+// Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
+// outbox into deliveries and sends them; every poll it also claims the due ones (retries,
+// and deliveries whose instance died), and reads the outbox left by other instances. Beside
+// it, every poll, Active is read anew and the endpoints past their warm-up caught up.
+func (d *Dispatcher) Run(ctx context.Context) {
+	var writer, watcher sync.WaitGroup
+	writer.Go(func() { d.writeResults() })
+	watcher.Go(func() { d.watch(ctx) })
+	defer watcher.Wait()
+	tick := time.NewTicker(d.opts.Poll)
+	defer tick.Stop()
+	var lastAge time.Time
+	for due := true; ; {
+		d.fanOutAll(ctx)
+		if due {
+			d.claimAll(ctx)
+		}
+		if time.Since(lastAge) >= 5*time.Second {
+			d.measureAge(ctx)
+			lastAge = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			d.inflight.Wait()
+			close(d.results)
+			writer.Wait()
+			return
+		case <-d.wake:
+			due = false
+			select {
+			case <-time.After(coalesce):
+			case <-ctx.Done():
+			}
+		case <-tick.C:
+			due = true
+		}
+	}
+}
+
+// fanOutAll turns the whole outbox into deliveries and sends them.
+func (d *Dispatcher) fanOutAll(ctx context.Context) {
+	for ctx.Err() == nil {
+		jobs, n, err := d.fanOut(ctx)
+		if err != nil {
+			slog.WarnContext(ctx, "webhooks: reading the outbox failed", "error", err)
+			return
+		}
+		d.dispatch(ctx, jobs)
+		if n < fanOutBatch {
+			return
+		}
+	}
+}
+
+// claimAll claims and sends every due delivery there is room for.
+func (d *Dispatcher) claimAll(ctx context.Context) {
+	for ctx.Err() == nil {
+		free := cap(d.slots) - len(d.slots)
+		if free == 0 {
+			return
+		}
+		jobs, err := d.claim(ctx, min(free, claimBatch))
+		if err != nil {
+			slog.WarnContext(ctx, "webhooks: claiming deliveries failed", "error", err)
+			return
+		}
+		d.dispatch(ctx, jobs)
+		if len(jobs) < claimBatch {
+			return
+		}
+	}
+}
+
+// dispatch sends each of jobs in a goroutine of its own once a slot is free, its result to
+// the writer.
+func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
+	for _, j := range jobs {
+		d.slots <- struct{}{}
+		d.inflight.Go(func() {
+			defer func() { <-d.slots }()
+			d.results <- d.send(ctx, j)
+		})
+	}
+}
+
+// measureAge sets the age of the oldest event not yet delivered: in the outbox, or pending.
+func (d *Dispatcher) measureAge(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
+	defer cancel()
+	db, err := d.db.DB()
+	if err != nil {
+		return
+	}
+	var age time.Duration
+	for _, q := range []string{"SELECT created_at FROM webhook_outbox ORDER BY id LIMIT 1",
+		"SELECT created_at FROM webhook_deliveries WHERE status = 'pending' ORDER BY created_at LIMIT 1"} {
+		var at time.Time
+		switch err := db.QueryRowContext(ctx, q).Scan(&at); {
+		case errors.Is(err, sql.ErrNoRows):
+		case err != nil:
+			return
+		default:
+			age = max(age, time.Since(at))
+		}
+	}
+	d.Metrics.oldest.Set(age.Seconds())
+}
