@@ -84,9 +84,19 @@ func WriteError(err error) error {
 // alone), up to MaxAttempts times while it fails with a Retryable error and ctx leaves time
 // for the backoff. It returns write's last error.
 func Retry(ctx context.Context, write func(ctx context.Context) error) error {
+	return runAgain(ctx, func() (bool, error) {
+		err := write(ctx)
+		return Retryable(err), err
+	})
+}
+
+// runAgain runs once up to MaxAttempts times while it fails, reports that the failure left
+// nothing behind (again), and ctx leaves time for the backoff. It returns once's last error.
+func runAgain(ctx context.Context, once func() (again bool, err error)) error {
 	var err error
 	for attempt := range MaxAttempts {
-		if err = write(ctx); err == nil || !Retryable(err) || !backoff(ctx, attempt) {
+		var again bool
+		if again, err = once(); err == nil || !again || !backoff(ctx, attempt) {
 			return err
 		}
 	}
@@ -129,14 +139,7 @@ var ErrCommitUnknown = errors.New("store: the connection was lost after COMMIT w
 // may return its own error (a handler that answered 503, say): the first error of any
 // statement decides whether to run again.
 func Transact(ctx context.Context, db *gorm.DB, body func(tx *gorm.DB) error) error {
-	var err error
-	for attempt := range MaxAttempts {
-		var again bool
-		if again, err = transactOnce(ctx, db, body); err == nil || !again || !backoff(ctx, attempt) {
-			return err
-		}
-	}
-	return err
+	return runAgain(ctx, func() (bool, error) { return transactOnce(ctx, db, body) })
 }
 
 // transactOnce runs body in one transaction and commits it; again reports whether a failure

@@ -11,14 +11,7 @@ import (
 // prepared statement, where a GORM transaction prepares each statement again. The whole runs
 // again under the same policy as Transact's, and body may run several times.
 func TransactSQL(ctx context.Context, db *sql.DB, body func(tx *sql.Tx) error) error {
-	var err error
-	for attempt := range MaxAttempts {
-		var again bool
-		if again, err = transactSQLOnce(ctx, db, body); err == nil || !again || !backoff(ctx, attempt) {
-			return err
-		}
-	}
-	return err
+	return runAgain(ctx, func() (bool, error) { return transactSQLOnce(ctx, db, body) })
 }
 
 // transactSQLOnce runs body in one transaction and commits it; again reports whether a
