@@ -3,6 +3,7 @@ package e2e
 import (
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -84,5 +85,34 @@ func TestWebhookRebinding(t *testing.T) {
 	}
 	if n := accepted.Load(); n != 0 {
 		t.Errorf("the loopback listener accepted %d connections; want none", n)
+	}
+}
+
+// TestWebhookRedirectNotFollowed: a receiver that answers a delivery with a redirect to
+// another address does not get that address a request (a redirect is a failed delivery, not
+// a way past the address checks), whatever the status: 301, 302, 307 or 308.
+func TestWebhookRedirectNotFollowed(t *testing.T) {
+	api := newHookAPI(t, dbtestSQLite(t), hookConfig(time.Hour))
+	target := newReceiver(t, nil)
+	var redirected atomic.Int32
+	codes := []int{http.StatusMovedPermanently, http.StatusFound, http.StatusTemporaryRedirect, http.StatusPermanentRedirect}
+	redirector := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := redirected.Add(1)
+		w.Header().Set("Location", target.URL+"/stolen")
+		w.WriteHeader(codes[int(n-1)%len(codes)])
+	}))
+	defer redirector.Close()
+	api.createHook(t, redirector.URL)
+	for range codes {
+		api.do(t, post("/v1/pets", `{"name":"Redirected","categoryId":1}`))
+	}
+	for deadline := time.Now().Add(10 * time.Second); redirected.Load() < int32(len(codes)); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the redirecting receiver got %d deliveries; want %d", redirected.Load(), len(codes))
+		}
+	}
+	time.Sleep(500 * time.Millisecond) // a followed redirect would have reached the target by now
+	if calls := target.snapshot(); len(calls) != 0 {
+		t.Errorf("the redirect's target got %d requests; want none", len(calls))
 	}
 }
