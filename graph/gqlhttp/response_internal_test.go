@@ -79,8 +79,8 @@ func TestPlainResponseTaken(t *testing.T) {
 		{&graphql.Response{Data: []byte(`null`), Errors: gqlerror.List{{Message: "x"}}}, false},
 		{&graphql.Response{Errors: gqlerror.List{{Message: "x"}}}, false},
 	} {
-		if _, plain := plainBody(tc.resp); plain != tc.plain {
-			t.Errorf("plainBody(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
+		if _, plain := appendPlain(nil, tc.resp); plain != tc.plain {
+			t.Errorf("appendPlain(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
 		}
 	}
 }
