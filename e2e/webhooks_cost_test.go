@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -247,4 +249,32 @@ func postDirect(t *testing.T, api *testAPI, name string) int64 {
 		return 0
 	}
 	return pet.ID
+}
+
+// TestWebhookOldestUndelivered checks the age the PetstoreWebhooksBehind alert watches: while
+// a receiver fails, the oldest pet not yet delivered ages on /metrics; once it is delivered,
+// the age is 0 again.
+func TestWebhookOldestUndelivered(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		api := newHookAPI(t, db, hookConfig(time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second))
+		rcv := newReceiver(t, func(n int) int {
+			if n <= 7 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		api.createHook(t, rcv.URL+"/hooks")
+		postPetNamed(t, api, "Late")
+		age := func() float64 {
+			m := regexp.MustCompile(`(?m)^petstore_webhook_oldest_undelivered_seconds (\S+)$`).FindStringSubmatch(api.mustGet(t, "/metrics").body)
+			if m == nil {
+				t.Fatal("/metrics has no petstore_webhook_oldest_undelivered_seconds")
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v
+		}
+		within(t, 12*time.Second, "the undelivered pet aged a second or more", func() bool { return age() >= 1 })
+		rcv.waitFor(t, 15*time.Second, "the pet delivered at last", func(c []hookCall) bool { return len(c) == 8 })
+		within(t, 12*time.Second, "the age back to 0", func() bool { return age() == 0 })
+	})
 }
