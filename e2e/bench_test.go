@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -24,11 +25,18 @@ import (
 // set of valid keys, not the subscriptions' revocation checks).
 type countingPool struct {
 	gorm.ConnPool
-	all, keyReads, hashReads atomic.Int64
+	all, keyReads, hashReads, writes atomic.Int64
 }
+
+// writeStatement matches a statement that writes: an INSERT, UPDATE or DELETE, after the
+// comment of a session setting.
+var writeStatement = regexp.MustCompile(`^\s*(/\*.*?\*/\s*)?(INSERT|UPDATE|DELETE)\b`)
 
 func (p *countingPool) count(query string) {
 	p.all.Add(1)
+	if writeStatement.MatchString(query) {
+		p.writes.Add(1)
+	}
 	if strings.Contains(query, "api_keys") {
 		p.keyReads.Add(1)
 		if strings.Contains(query, "hash") {
