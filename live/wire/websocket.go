@@ -95,7 +95,8 @@ func (r *Server) initKey(ctx context.Context, st *wsState, payload transport.Ini
 }
 
 // openWS opens the connection of the socket of st for p, under the key's caps, and gives
-// back its pending slot.
+// back its pending slot. The connection's context ends when the connection is cut off, or
+// when the socket's serving ends (st.end, called by Server.endWS).
 func (r *Server) openWS(ctx context.Context, st *wsState, p *auth.Principal) (context.Context, *transport.InitPayload, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
@@ -114,6 +115,7 @@ func (r *Server) openWS(ctx context.Context, st *wsState, p *auth.Principal) (co
 	ws.conn.Store(c)
 	r.releasePending(st)
 	context.AfterFunc(ctx, func() { r.reg.Close(c) })
+	st.end = cancel
 	return conns.WithConn(ctx, c), nil, nil
 }
 
@@ -159,7 +161,7 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, _ trans
 	}
 	ws := &wsConn{coderConn: st.coder, net: dw.conn, writeTimeout: i.srv.writeTimeout, first: st.first}
 	st.coder, st.first, st.ws = nil, nil, ws
-	i.srv.trackWS(r.Context(), ws)
+	i.srv.trackWS(ws)
 	return ws, nil
 }
 
