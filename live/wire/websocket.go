@@ -62,13 +62,17 @@ func (r *Server) initApart(ctx context.Context, payload transport.InitPayload, a
 	return out, ack, err
 }
 
-// initWS authenticates a WebSocket at connection_init and opens its connection.
+// initWS authenticates a WebSocket at connection_init and opens its connection. The key is
+// then forgotten, payload emptied (gqlgen's transport keeps it for as long as the socket
+// lives; nothing reads it after connection_init): neither it nor its bytes stay in memory.
 func (r *Server) initWS(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
 	st, _ := ctx.Value(wsStateKey{}).(*wsState)
 	if st == nil || st.ws == nil {
 		return refuse(ctx, live.CloseForbidden, apierr.Wrap(errNoUpgrade))
 	}
 	p, code, err := r.initKey(ctx, st, payload, authenticate)
+	clear(payload)
+	st.authorization = ""
 	if err != nil {
 		return refuse(ctx, code, err)
 	}
