@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"petstore/perf/bench/internal/loadgen"
 )
@@ -128,11 +129,13 @@ func (rep *report) writeMachine(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-const labelWidth = 38
-
-// writeCells prints one line per cell, the row's label on its first, then what the columns
-// are.
+// writeCells prints one line per cell, the row's label on its first (the label column as wide
+// as the longest), then what the columns are.
 func (rep *report) writeCells(w io.Writer) {
+	labelWidth := len("workload")
+	for _, r := range rep.plan {
+		labelWidth = max(labelWidth, utf8.RuneCountInString(r.label))
+	}
 	fmt.Fprintf(w, "%-*s  %-9s  %8s %7s %7s %8s %8s\n", labelWidth, "workload", "server", "req/s", "p50", "p99", "cpu/req", "driver")
 	for _, r := range rep.plan {
 		label := r.label
