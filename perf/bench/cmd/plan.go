@@ -13,8 +13,9 @@ import (
 	"petstore/perf/bench/internal/loadgen"
 )
 
-// The rows of the table, in the order each round runs them. POST runs last in a round: it
-// grows the table the others read.
+// The rows of the table, in the order each round runs them. POST runs last of its database's
+// rows: it grows the table the others read; POST with a webhook endpoint right after it, on a
+// database of its own, so that the two cells of their ratio run seconds apart.
 const (
 	rowListRedis  = "list-redis"
 	rowList       = "list"
@@ -27,12 +28,13 @@ const (
 	rowPageFirst  = "page-first"
 	rowPageFar    = "page-far"
 	rowPost       = "post"
+	rowPostHook   = "post-hook"
 	rowRSS        = "rss" // not a row: the mixed load before the service's memory is read
 )
 
 // rowIDs lists the values -only accepts.
 func rowIDs() []string {
-	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
+	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowPostHook, rowRSS}
 }
 
 // row is one line of the table: a workload on one database, run against some servers in turn.
@@ -106,6 +108,9 @@ func (b *bench) setUp(ctx context.Context) error {
 	if err := b.layOutMySQL(ctx); err != nil {
 		return err
 	}
+	if err := b.layOutHooks(ctx); err != nil {
+		return err
+	}
 	if err := b.layOutSQLite(ctx); err != nil {
 		return err
 	}
@@ -157,6 +162,36 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	b.add(rowListSold, "REST ?status=sold&limit=100 · MySQL", loadgen.ListSold, all...)
 	b.add(rowGet, "REST GET /v1/pets/{id} · MySQL", loadgen.Get, svc, direct, raw)
 	b.add(rowPost, "REST POST /v1/pets · MySQL", loadgen.Post, svc, direct, raw)
+	return nil
+}
+
+// layOutHooks seeds the webhook database, starts the service on it with one endpoint
+// registered, whose receiver runs in this process (hookReceiver), and adds the POST row on it.
+func (b *bench) layOutHooks(ctx context.Context) error {
+	if !b.wants(rowPostHook) {
+		return nil
+	}
+	dsn, err := siblingDB(b.cfg.mysql, "_hooks")
+	if err != nil {
+		return err
+	}
+	b.logf("seeding %d pets in %s", b.cfg.rows, dsn)
+	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.rows, b.log)
+	if err != nil {
+		return err
+	}
+	// The receiver listens on loopback, which the service refuses by default.
+	s, err := b.start(ctx, "service/mysql-hooks", colService, &data, map[string]string{"PETSTORE_WEBHOOK_ALLOW_PRIVATE": "true"})
+	if err != nil {
+		return err
+	}
+	if s.hook, err = listenHooks(); err != nil {
+		return err
+	}
+	if err := s.hook.register(ctx, s); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	b.add(rowPostHook, "REST POST /v1/pets, one webhook endpoint · MySQL", loadgen.Post, s)
 	return nil
 }
 
@@ -241,8 +276,8 @@ func (b *bench) add(id, label, workload string, servers ...*server) *row {
 	return r
 }
 
-// probe checks every service's page cache and one answer of every cell before any load, so
-// that a broken server fails fast.
+// probe checks every service's page cache, one answer of every cell and the delivery of a
+// webhook endpoint's first pet before any load, so that a broken server fails fast.
 func (b *bench) probe(ctx context.Context) error {
 	for _, s := range b.servers {
 		if err := s.checkPageCache(ctx); err != nil {
@@ -255,6 +290,9 @@ func (b *bench) probe(ctx context.Context) error {
 			a, err := loadgen.Probe(ctx, s.addr, b.builder(r, s, 0))
 			if err == nil {
 				err = loadgen.Check(r.workload, a)
+			}
+			if err == nil && s.hook != nil {
+				_, err = s.hook.drain(ctx, 1) // its endpoint gets the pet
 			}
 			if err != nil {
 				b.keepWork = true
