@@ -126,8 +126,7 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	if !slices.ContainsFunc(ids, b.wants) {
 		return nil
 	}
-	b.logf("seeding %d pets in %s", b.cfg.rows, b.cfg.mysql)
-	data, err := prepare(ctx, b.bins[colService], b.cfg.mysql, b.cfg.rows, b.log)
+	data, err := b.seedDB(ctx, b.cfg.mysql, b.cfg.rows)
 	if err != nil {
 		return err
 	}
@@ -175,8 +174,7 @@ func (b *bench) layOutHooks(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("seeding %d pets in %s", b.cfg.rows, dsn)
-	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.rows, b.log)
+	data, err := b.seedDB(ctx, dsn, b.cfg.rows)
 	if err != nil {
 		return err
 	}
@@ -201,8 +199,7 @@ func (b *bench) layOutSQLite(ctx context.Context) error {
 		return nil
 	}
 	dsn := "sqlite:" + b.work + "/bench.sqlite"
-	b.logf("seeding %d pets in %s", b.cfg.rows, dsn)
-	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.rows, b.log)
+	data, err := b.seedDB(ctx, dsn, b.cfg.rows)
 	if err != nil {
 		return err
 	}
@@ -223,8 +220,7 @@ func (b *bench) layOutPages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("seeding %d pets in %s", b.cfg.pageRows, dsn)
-	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.pageRows, b.log)
+	data, err := b.seedDB(ctx, dsn, b.cfg.pageRows)
 	if err != nil {
 		return err
 	}
@@ -241,6 +237,12 @@ func (b *bench) layOutPages(ctx context.Context) error {
 	b.add(rowPageFirst, fmt.Sprintf("page 1, limit %d, %s rows · MySQL", b.cfg.pageLimit, count(b.cfg.pageRows)), loadgen.Page, both...).path = first
 	b.add(rowPageFar, fmt.Sprintf("page %s by cursor, same rows · MySQL", count(b.cfg.farPage())), loadgen.Page, both...).path = far
 	return nil
+}
+
+// seedDB seeds rows pets in the database at dsn anew and creates its key (prepare), saying so.
+func (b *bench) seedDB(ctx context.Context, dsn string, rows int) (dataset, error) {
+	b.logf("seeding %d pets in %s", rows, dsn)
+	return prepare(ctx, b.bins[colService], dsn, rows, b.log)
 }
 
 // startColumns starts a server of each column against data, the database db names.
