@@ -10,18 +10,6 @@ import (
 	"petstore/webhooks"
 )
 
-// Option changes how New wires the service, for tests.
-type Option func(*options)
-
-// options are what Options set.
-type options struct {
-	resolver webhooks.Resolver // nil: the system's
-}
-
-// WithResolver makes webhook urls resolve with r, a test's resolver that answers private and
-// metadata addresses for test names without any DNS traffic.
-func WithResolver(r webhooks.Resolver) Option { return func(o *options) { o.resolver = r } }
-
 // hooks are the wired parts of webhooks.
 type hooks struct {
 	endpoints  *webhooks.Endpoints

@@ -6,21 +6,14 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"petstore/webhooks"
 )
 
-// Webhooks are the settings of webhook deliveries (package webhooks).
+// Webhooks are the settings of webhook deliveries.
 type Webhooks struct {
 	Schedule     []time.Duration // waits before each retry of a failed delivery
 	Timeout      time.Duration   // a receiver's 2xx must come within it
 	AllowPrivate bool            // deliveries may go to private addresses, and over plain http
 	SecretGrace  time.Duration   // how long a rotated secret still signs
-}
-
-// defaultWebhooks are the webhook settings by default.
-func defaultWebhooks() Webhooks {
-	return Webhooks{Schedule: webhooks.DefaultSchedule, Timeout: 15 * time.Second, SecretGrace: webhooks.DefaultGrace}
 }
 
 // webhookFlags defines the flags of the webhook settings (the Server group).

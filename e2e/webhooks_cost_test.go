@@ -7,6 +7,8 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -65,16 +67,12 @@ func outboxRows(t *testing.T, db *store.DB) int64 {
 	return n
 }
 
-// TestWebhookTwoInstances runs two instances on one MySQL database: an endpoint is
-// registered on A, and pets are created on both from right after its 201, B's first ones
-// before any poll of B. Every pet must reach the receiver exactly once: one delivery and one
-// request each, whichever instance's dispatcher queued it.
+// TestWebhookTwoInstances runs two instances on one MySQL database, and checks that every
+// pet created on either is delivered exactly once (checkEveryPetOnce).
 func TestWebhookTwoInstances(t *testing.T) {
 	dsn := dbtest.DSN(t, "mysql")
-	cfg := hookConfig(time.Second)
-	var dbs [2]*store.DB
-	var apis [2]*testAPI
-	for i := range dbs {
+	var apis []*testAPI
+	for range 2 {
 		db, err := store.Open(context.Background(), dsn, store.DefaultPool)
 		if err != nil {
 			t.Fatal(err)
@@ -83,8 +81,46 @@ func TestWebhookTwoInstances(t *testing.T) {
 		if _, err := db.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		dbs[i], apis[i] = db, newHookAPI(t, db, cfg)
+		apis = append(apis, newHookAPI(t, db, hookConfig(time.Second)))
 	}
+	checkEveryPetOnce(t, apis)
+}
+
+// TestWebhookGalera runs an instance on each node of a 3-node Galera cluster, and checks that
+// every pet created on any node is delivered exactly once (checkEveryPetOnce): the nodes'
+// fan-outs of one endpoint conflict at commit, and the later one is rolled back.
+func TestWebhookGalera(t *testing.T) {
+	quiet(t)
+	g := dbtest.StartGalera(t, 3)
+	if err := g.Nodes[0].Exec("CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		t.Fatal(err)
+	}
+	var apis []*testAPI
+	for i, node := range g.Nodes {
+		db, err := store.Open(context.Background(), node.DSN("petstore"), store.DefaultPool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		if i == 0 {
+			if _, err := db.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apis = append(apis, newHookAPI(t, db, hookConfig(time.Second)))
+	}
+	for _, api := range apis[1:] { // one key, made on node 1, for all
+		api.key = apis[0].key
+	}
+	checkEveryPetOnce(t, apis)
+}
+
+// checkEveryPetOnce registers an endpoint on the first of apis, and creates pets on each in
+// turn from right after its 201, those of the others before their dispatchers' first poll
+// since. Every pet must reach the receiver exactly once: one delivery and one request each,
+// whichever instance's dispatcher queued it.
+func checkEveryPetOnce(t *testing.T, apis []*testAPI) {
+	t.Helper()
 	rcv := newReceiver(t, nil)
 	id, _ := apis[0].createHook(t, rcv.URL+"/hooks")
 
@@ -95,7 +131,7 @@ func TestWebhookTwoInstances(t *testing.T) {
 		wg.Go(func() {
 			for i := range 40 {
 				time.Sleep(time.Duration(min(i, 1)) * 40 * time.Millisecond)
-				if pet := postDirect(t, apis[(w+i)%2], fmt.Sprintf("w%d-%d", w, i)); pet != 0 {
+				if pet := postDirect(t, apis[(w+i)%len(apis)], fmt.Sprintf("w%d-%d", w, i)); pet != 0 {
 					mu.Lock()
 					ids = append(ids, pet)
 					mu.Unlock()
@@ -128,7 +164,7 @@ func TestWebhookTwoInstances(t *testing.T) {
 		}
 	}
 	var rows int64
-	if err := dbs[0].Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&rows).Error; err != nil {
+	if err := apis[0].db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
 	if rows != int64(len(ids)) || len(calls) != len(ids) {
@@ -213,4 +249,32 @@ func postDirect(t *testing.T, api *testAPI, name string) int64 {
 		return 0
 	}
 	return pet.ID
+}
+
+// TestWebhookOldestUndelivered checks the age the PetstoreWebhooksBehind alert watches: while
+// a receiver fails, the oldest pet not yet delivered ages on /metrics; once it is delivered,
+// the age is 0 again.
+func TestWebhookOldestUndelivered(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		api := newHookAPI(t, db, hookConfig(time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second))
+		rcv := newReceiver(t, func(n int) int {
+			if n <= 7 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		api.createHook(t, rcv.URL+"/hooks")
+		postPetNamed(t, api, "Late")
+		age := func() float64 {
+			m := regexp.MustCompile(`(?m)^petstore_webhook_oldest_undelivered_seconds (\S+)$`).FindStringSubmatch(api.mustGet(t, "/metrics").body)
+			if m == nil {
+				t.Fatal("/metrics has no petstore_webhook_oldest_undelivered_seconds")
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v
+		}
+		within(t, 12*time.Second, "the undelivered pet aged a second or more", func() bool { return age() >= 1 })
+		rcv.waitFor(t, 15*time.Second, "the pet delivered at last", func(c []hookCall) bool { return len(c) == 8 })
+		within(t, 12*time.Second, "the age back to 0", func() bool { return age() == 0 })
+	})
 }
