@@ -61,7 +61,7 @@ func DefaultConfig() config.Config {
 			SuspendAfter: rl.SuspendAfter, SuspendWindow: rl.SuspendWindow,
 			SuspendBase: rl.SuspendBase, SuspendMax: rl.SuspendMax, FailOpen: rl.FailOpen,
 		},
-		Webhooks: config.Webhooks{Schedule: webhooks.DefaultSchedule, Timeout: 15 * time.Second, SecretGrace: webhooks.DefaultGrace},
+		Webhooks: config.Webhooks{Schedule: webhooks.DefaultSchedule, Timeout: 15 * time.Second, SecretGrace: webhooks.DefaultGrace, Deliver: true},
 	}
 }
 

@@ -108,20 +108,22 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		pages:   pages,
 		late:    late,
 		docs:    docs,
-		hooks:   wh.dispatcher,
+		hooks:   wh.delivering(cfg),
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
 // returns is called: it removes expired Idempotency-Key records, reads the trusted documents
-// again when they change, delivers webhooks, and hears of the late pets of other instances
-// (pets.LateBus.Listen).
+// again when they change, delivers webhooks (unless PETSTORE_WEBHOOK_DELIVER is false), and
+// hears of the late pets of other instances (pets.LateBus.Listen).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
 	done.Go(func() { s.docs.Run(ctx, documents.DefaultRefreshEvery) })
-	done.Go(func() { s.hooks.Run(ctx) })
+	if s.hooks != nil {
+		done.Go(func() { s.hooks.Run(ctx) })
+	}
 	if s.pages != nil && s.late != nil {
 		done.Go(func() { s.late.Listen(ctx, s.pages) })
 	}

@@ -16,6 +16,15 @@ type hooks struct {
 	dispatcher *webhooks.Dispatcher
 }
 
+// delivering returns the dispatcher when this instance delivers (PETSTORE_WEBHOOK_DELIVER),
+// else nil: the pets it adds are queued and sent by the instances that do.
+func (h hooks) delivering(cfg config.Config) *webhooks.Dispatcher {
+	if !cfg.Webhooks.Deliver {
+		return nil
+	}
+	return h.dispatcher
+}
+
 // newWebhooks returns the webhook endpoints and dispatcher of cfg on db, with the
 // dispatcher's metrics registered, tailing petStore's settled pages, and makes every pet
 // petStore creates wake the dispatcher once it committed, and write its outbox row when its

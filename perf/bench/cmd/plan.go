@@ -29,12 +29,13 @@ const (
 	rowPageFar    = "page-far"
 	rowPost       = "post"
 	rowPostHook   = "post-hook"
+	rowPostWorker = "post-hook-worker"
 	rowRSS        = "rss" // not a row: the mixed load before the service's memory is read
 )
 
 // rowIDs lists the values -only accepts.
 func rowIDs() []string {
-	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowPostHook, rowRSS}
+	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowPostHook, rowPostWorker, rowRSS}
 }
 
 // row is one line of the table: a workload on one database, run against some servers in turn.
@@ -165,9 +166,11 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 }
 
 // layOutHooks seeds the webhook database, starts the service on it with one endpoint
-// registered, whose receiver runs in this process (hookReceiver), and adds the POST row on it.
+// registered, whose receiver runs in this process (hookReceiver), and adds the POST row on it;
+// then a second service on it with PETSTORE_WEBHOOK_DELIVER=false, whose pets the first
+// delivers, and the POST row on that one: the cost of the webhooks on the request path alone.
 func (b *bench) layOutHooks(ctx context.Context) error {
-	if !b.wants(rowPostHook) {
+	if !b.wants(rowPostHook) && !b.wants(rowPostWorker) {
 		return nil
 	}
 	dsn, err := siblingDB(b.cfg.mysql, "_hooks")
@@ -190,6 +193,12 @@ func (b *bench) layOutHooks(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", s.name, err)
 	}
 	b.add(rowPostHook, "REST POST /v1/pets, one webhook endpoint · MySQL", loadgen.Post, s)
+	api, err := b.start(ctx, "service/mysql-hooks-api", colService, &data, map[string]string{"PETSTORE_WEBHOOK_DELIVER": "false"})
+	if err != nil {
+		return err
+	}
+	api.hook = s.hook // the first service delivers its pets, to the same receiver
+	b.add(rowPostWorker, "REST POST /v1/pets, one endpoint, delivered elsewhere · MySQL", loadgen.Post, api)
 	return nil
 }
 
