@@ -10,39 +10,38 @@ import (
 	"petstore/webhooks"
 )
 
-// Option changes how New wires the service, for tests.
-type Option func(*options)
-
-// options are what Options set.
-type options struct {
-	resolver webhooks.Resolver // nil: the system's
-}
-
-// WithResolver makes webhook urls resolve with r, a test's resolver that answers private and
-// metadata addresses for test names without any DNS traffic.
-func WithResolver(r webhooks.Resolver) Option { return func(o *options) { o.resolver = r } }
-
 // hooks are the wired parts of webhooks.
 type hooks struct {
 	endpoints  *webhooks.Endpoints
 	dispatcher *webhooks.Dispatcher
 }
 
+// delivering returns the dispatcher when this instance delivers (PETSTORE_WEBHOOK_DELIVER),
+// else nil: the pets it adds are queued and sent by the instances that do.
+func (h hooks) delivering(cfg config.Config) *webhooks.Dispatcher {
+	if !cfg.Webhooks.Deliver {
+		return nil
+	}
+	return h.dispatcher
+}
+
 // newWebhooks returns the webhook endpoints and dispatcher of cfg on db, with the
-// dispatcher's metrics registered, and makes every pet petStore creates, while an endpoint
-// exists (webhooks.Active), write its outbox row and wake the dispatcher once it committed.
+// dispatcher's metrics registered, tailing petStore's settled pages, and makes every pet
+// petStore creates wake the dispatcher once it committed, and write its outbox row when its
+// write was late (pets.Store.Outbox).
 func newWebhooks(cfg config.Config, db *store.DB, petStore *pets.Store, metrics *observe.Metrics, o options) (hooks, error) {
 	w := cfg.Webhooks
 	addrs := webhooks.Addresses{Resolver: o.resolver, AllowPrivate: w.AllowPrivate}
 	ctx, cancel := context.WithTimeout(context.Background(), cfg.DBTimeout)
 	defer cancel()
-	d, err := webhooks.NewDispatcher(ctx, db, webhooks.Options{Schedule: w.Schedule, Timeout: w.Timeout, Addresses: addrs, DBTimeout: cfg.DBTimeout})
+	d, err := webhooks.NewDispatcher(ctx, db, webhooks.Options{Schedule: w.Schedule, Timeout: w.Timeout, Addresses: addrs, DBTimeout: cfg.DBTimeout,
+		Tail: petStore.After})
 	if err != nil {
 		return hooks{}, err
 	}
 	if err := metrics.Register(d.Metrics.Collectors()...); err != nil {
 		return hooks{}, err
 	}
-	petStore.Outbox(d.Wake, d.Active.On)
-	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, w.SecretGrace, cfg.DBTimeout, d.Active), dispatcher: d}, nil
+	petStore.Outbox(d.Wake)
+	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, w.SecretGrace, cfg.DBTimeout), dispatcher: d}, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -13,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/rest"
 	"petstore/testkit/dbtest"
 )
@@ -24,11 +25,18 @@ import (
 // set of valid keys, not the subscriptions' revocation checks).
 type countingPool struct {
 	gorm.ConnPool
-	all, keyReads, hashReads atomic.Int64
+	all, keyReads, hashReads, writes atomic.Int64
 }
+
+// writeStatement matches a statement that writes: an INSERT, UPDATE or DELETE, after the
+// comment of a session setting.
+var writeStatement = regexp.MustCompile(`^\s*(/\*.*?\*/\s*)?(INSERT|UPDATE|DELETE)\b`)
 
 func (p *countingPool) count(query string) {
 	p.all.Add(1)
+	if writeStatement.MatchString(query) {
+		p.writes.Add(1)
+	}
 	if strings.Contains(query, "api_keys") {
 		p.keyReads.Add(1)
 		if strings.Contains(query, "hash") {
@@ -116,8 +124,8 @@ func BenchmarkListPets(b *testing.B) {
 func BenchmarkListPetsLimiter(b *testing.B) {
 	db := dbtest.New(b, "sqlite")
 	rdb, prefix := dbtest.Redis(b)
-	cfg := config.Default()
-	cfg.RateLimit.RedisKeyPrefix = prefix
+	cfg := app.DefaultConfig()
+	cfg.RedisKeyPrefix = prefix
 	api := &testAPI{db: db, cfg: cfg}
 	key := api.createKey(b, auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40})
 	seed(b, newInstance(b, cfg, db, nil), key, 20)

@@ -31,24 +31,24 @@ func TestMigrateCommands(t *testing.T) {
 					}
 				}
 			}
-			status("00001_create_pets.sql              pending", "00005_create_webhooks.sql          pending", "pending: 5")
-			if out := mustRun(t, env, "migrate", "up"); !strings.Contains(out, "migrations applied: 5;") {
-				t.Errorf("migrate up after status: %q; want the 5 migrations applied", out)
+			status("00001_create_pets.sql              pending", "00006_webhook_tail.sql             pending", "pending: 6")
+			if out := mustRun(t, env, "migrate", "up"); !strings.Contains(out, "migrations applied: 6;") {
+				t.Errorf("migrate up after status: %q; want the 6 migrations applied", out)
 			}
-			status("00005_create_webhooks.sql          applied", "pending: 0")
+			status("00006_webhook_tail.sql             applied", "pending: 0")
 
 			_, err := runAs(env, "migrate", "down")
-			if err == nil || !strings.Contains(err.Error(), "drops data (DROP TABLE webhook_deliveries;") || !strings.Contains(err.Error(), "--drop-data") {
+			if err == nil || !strings.Contains(err.Error(), "drops data (ALTER TABLE webhook_endpoints DROP COLUMN queued_id") || !strings.Contains(err.Error(), "--drop-data") {
 				t.Errorf("migrate down: %v; want a refusal naming the statement and --drop-data", err)
 			}
 			status("pending: 0")
-			if out := mustRun(t, env, "migrate", "down", "--drop-data"); !strings.Contains(out, "rolled back migration 5 (00005_create_webhooks.sql)") {
+			if out := mustRun(t, env, "migrate", "down", "--drop-data"); !strings.Contains(out, "rolled back migration 6 (00006_webhook_tail.sql)") {
 				t.Errorf("migrate down --drop-data: %q", out)
 			}
-			status("00004_create_documents.sql         applied", "00005_create_webhooks.sql          pending", "pending: 1")
+			status("00005_create_webhooks.sql          applied", "00006_webhook_tail.sql             pending", "pending: 1")
 			for _, args := range [][]string{{"keys", "list"}, {"serve"}} {
 				_, err := runAs(off, args...)
-				if err == nil || !strings.Contains(err.Error(), "lacks migrations of this build: 00005_create_webhooks.sql") ||
+				if err == nil || !strings.Contains(err.Error(), "lacks migrations of this build: 00006_webhook_tail.sql") ||
 					!strings.Contains(err.Error(), "run petstore migrate up first") {
 					t.Errorf("%s with PETSTORE_MIGRATE=off: %v; want a refusal naming the migration and migrate up", args, err)
 				}

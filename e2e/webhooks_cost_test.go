@@ -4,40 +4,49 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"gorm.io/gorm"
+
+	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
 
-// TestWebhookNoEndpointOneStatement checks that, while no endpoint exists, POST /v1/pets is one
-// statement and writes no outbox row, and that the instance that registers an endpoint
-// writes the row of its very next pet.
-func TestWebhookNoEndpointOneStatement(t *testing.T) {
+// TestWebhookPetOneStatement checks that POST /v1/pets writes one statement, its INSERT, and
+// no outbox row, with an endpoint as without one: the dispatcher finds the pet in the pets
+// table, and queues its delivery.
+func TestWebhookPetOneStatement(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		api := newTestAPIConfig(t, db, hookConfig())
-		plain := api.db.DB.ConnPool
-		pool := countStatements(api.db.DB)
+		api := newHookAPI(t, db, hookConfig())
+		id, _ := api.createHook(t, "http://127.0.0.1:9/hooks")
 		postPetNamed(t, api, "Warm") // warms the key cache
-		pool.all.Store(0)
-		postPetNamed(t, api, "Rex")
-		if got := pool.all.Load(); got != 1 {
-			t.Errorf("POST /v1/pets without an endpoint: got %d statements; want 1", got)
+		plain := api.db.DB.ConnPool
+		pool := countStatements(api.db.DB) // which begins no transaction: the dispatcher's wait
+		for _, name := range []string{"Rex", "Tom"} {
+			pool.writes.Store(0)
+			postPetNamed(t, api, name)
+			if got := pool.writes.Load(); got != 1 {
+				t.Errorf("POST /v1/pets with an endpoint: got %d writes; want 1", got)
+			}
 		}
+		api.db.DB.ConnPool, api.db.DB.Statement.ConnPool = plain, plain
 		if got := outboxRows(t, api.db); got != 0 {
-			t.Errorf("outbox without an endpoint: got %d rows; want 0", got)
+			t.Errorf("outbox: got %d rows; want 0", got)
 		}
-		api.db.DB.ConnPool, api.db.DB.Statement.ConnPool = plain, plain // the counter begins no transaction
-		api.createHook(t, "http://127.0.0.1:9/hooks")
-		postPetNamed(t, api, "Tom")
-		if got := outboxRows(t, api.db); got != 1 {
-			t.Errorf("outbox after the endpoint's 201: got %d rows; want 1", got)
-		}
+		within(t, 5*time.Second, "the three pets queued for the endpoint", func() bool {
+			var n int64
+			err := db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&n).Error
+			return err == nil && n == 3
+		})
 	})
 }
 
@@ -59,18 +68,31 @@ func outboxRows(t *testing.T, db *store.DB) int64 {
 	return n
 }
 
-// TestWebhookRegisteredOnAnotherInstance runs two instances on one MySQL database: an
-// endpoint is registered on A, and pets are created on both from right after its 201, B's
-// first ones (some 1.6 s of them) before B has learnt of the endpoint (one INSERT each, no outbox row). Every pet
-// must reach the receiver exactly once: one delivery and one request each, the pets B wrote
-// without a row queued when the endpoint's warm-up ends.
-func TestWebhookRegisteredOnAnotherInstance(t *testing.T) {
+// TestWebhookTwoInstances runs two instances on one MySQL database, and checks that every
+// pet created on either is delivered exactly once (checkEveryPetOnce).
+func TestWebhookTwoInstances(t *testing.T) {
+	checkEveryPetOnce(t, mysqlHookInstances(t, hookConfig(time.Second), hookConfig(time.Second)))
+}
+
+// TestWebhookDeliverOff runs an instance with PETSTORE_WEBHOOK_DELIVER=false beside one that
+// delivers: every pet of either is delivered exactly once, and the first queues none.
+func TestWebhookDeliverOff(t *testing.T) {
+	off := hookConfig(time.Second)
+	off.Webhooks.Deliver = false
+	apis := mysqlHookInstances(t, off, hookConfig(time.Second))
+	checkEveryPetOnce(t, apis)
+	if m := regexp.MustCompile(`(?m)^petstore_webhook_deliveries_queued_total (\S+)$`).FindStringSubmatch(apis[0].mustGet(t, "/metrics").body); m == nil || m[1] != "0" {
+		t.Errorf("deliveries queued by the instance that does not deliver: %q; want 0", m)
+	}
+}
+
+// mysqlHookInstances returns an instance of each of cfgs, on one MySQL database, its
+// background work running (newHookAPI).
+func mysqlHookInstances(t *testing.T, cfgs ...config.Config) []*testAPI {
+	t.Helper()
 	dsn := dbtest.DSN(t, "mysql")
-	cfg := hookConfig(time.Second)
-	cfg.DBTimeout = time.Second // a warm-up of 4 s
-	var dbs [2]*store.DB
-	var apis [2]*testAPI
-	for i := range dbs {
+	var apis []*testAPI
+	for _, cfg := range cfgs {
 		db, err := store.Open(context.Background(), dsn, store.DefaultPool)
 		if err != nil {
 			t.Fatal(err)
@@ -79,20 +101,57 @@ func TestWebhookRegisteredOnAnotherInstance(t *testing.T) {
 		if _, err := db.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		dbs[i], apis[i] = db, newHookAPI(t, db, cfg)
+		apis = append(apis, newHookAPI(t, db, cfg))
 	}
+	return apis
+}
+
+// TestWebhookGalera runs an instance on each node of a 3-node Galera cluster, and checks that
+// every pet created on any node is delivered exactly once (checkEveryPetOnce): the nodes'
+// fan-outs of one endpoint conflict at commit, and the later one is rolled back.
+func TestWebhookGalera(t *testing.T) {
+	quiet(t)
+	g := dbtest.StartGalera(t, 3)
+	if err := g.Nodes[0].Exec("CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
+		t.Fatal(err)
+	}
+	var apis []*testAPI
+	for i, node := range g.Nodes {
+		db, err := store.Open(context.Background(), node.DSN("petstore"), store.DefaultPool)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = db.Close() })
+		if i == 0 {
+			if _, err := db.Migrate(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		}
+		apis = append(apis, newHookAPI(t, db, hookConfig(time.Second)))
+	}
+	for _, api := range apis[1:] { // one key, made on node 1, for all
+		api.key = apis[0].key
+	}
+	checkEveryPetOnce(t, apis)
+}
+
+// checkEveryPetOnce registers an endpoint on the first of apis, and creates pets on each in
+// turn from right after its 201, those of the others before their dispatchers' first poll
+// since. Every pet must reach the receiver exactly once: one delivery and one request each,
+// whichever instance's dispatcher queued it.
+func checkEveryPetOnce(t *testing.T, apis []*testAPI) {
+	t.Helper()
 	rcv := newReceiver(t, nil)
 	id, _ := apis[0].createHook(t, rcv.URL+"/hooks")
-	registered := time.Now()
 
 	var mu sync.Mutex
 	var ids []int64
 	var wg sync.WaitGroup
-	for w := range 4 { // 160 pets over some 1.6 s: past B's refresh, within the key's rate
+	for w := range 4 { // 160 pets over some 1.6 s, within the key's rate
 		wg.Go(func() {
 			for i := range 40 {
 				time.Sleep(time.Duration(min(i, 1)) * 40 * time.Millisecond)
-				if pet := postDirect(t, apis[(w+i)%2], fmt.Sprintf("w%d-%d", w, i)); pet != 0 {
+				if pet := postDirect(t, apis[(w+i)%len(apis)], fmt.Sprintf("w%d-%d", w, i)); pet != 0 {
 					mu.Lock()
 					ids = append(ids, pet)
 					mu.Unlock()
@@ -101,7 +160,7 @@ func TestWebhookRegisteredOnAnotherInstance(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	calls := rcv.waitFor(t, 30*time.Second, "every pet delivered", func(c []hookCall) bool {
+	rcv.waitFor(t, 30*time.Second, "every pet delivered", func(c []hookCall) bool {
 		got := map[int64]bool{}
 		for _, call := range c {
 			got[decodeEvent(t, call).Data.Pet.ID] = true
@@ -113,19 +172,11 @@ func TestWebhookRegisteredOnAnotherInstance(t *testing.T) {
 		}
 		return true
 	})
-	waitCaughtUp(t, dbs[0], id)
-	time.Sleep(2 * time.Second) // a second catch-up or fan-out would have sent by now
-	calls = rcv.snapshot()
-	perPet, caught := map[int64]int{}, 0
+	time.Sleep(2 * time.Second) // a second fan-out would have sent by now
+	calls := rcv.snapshot()
+	perPet := map[int64]int{}
 	for _, c := range calls {
-		ev := decodeEvent(t, c)
-		perPet[ev.Data.Pet.ID]++
-		if at, _ := time.Parse(time.RFC3339, ev.Timestamp); at.After(registered.Add(3 * time.Second)) {
-			caught++ // queued by the catch-up: its timestamp is when it was queued
-		}
-	}
-	if caught == 0 {
-		t.Error("no pet was caught up: B learnt of the endpoint before its first pet, and the catch-up went untested")
+		perPet[decodeEvent(t, c).Data.Pet.ID]++
 	}
 	for _, pet := range ids {
 		if perPet[pet] != 1 {
@@ -133,13 +184,75 @@ func TestWebhookRegisteredOnAnotherInstance(t *testing.T) {
 		}
 	}
 	var rows int64
-	if err := dbs[0].Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&rows).Error; err != nil {
+	if err := apis[0].db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&rows).Error; err != nil {
 		t.Fatal(err)
 	}
 	if rows != int64(len(ids)) || len(calls) != len(ids) {
 		t.Errorf("got %d deliveries and %d requests for %d pets; want one each", rows, len(calls), len(ids))
 	}
-	t.Logf("%d pets, %d of them written by B without an outbox row and caught up", len(ids), caught)
+}
+
+// TestWebhookLatePets checks the outbox, which holds the pets whose write was late: a pet that
+// a settled page passed (here its endpoint's queued_id moved past it in the pet's own
+// transaction) is queued from its row, with the row's time; a row whose pet was delivered
+// already sends nothing more; a row above the endpoint's queued_id waits for the page that
+// queues its pet. Each pet reaches the receiver once, and the outbox ends empty.
+func TestWebhookLatePets(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		api := newHookAPI(t, db, hookConfig(time.Second))
+		rcv := newReceiver(t, nil)
+		id, _ := api.createHook(t, rcv.URL+"/hooks")
+		delivered := postDirect(t, api, "Delivered")
+		rcv.waitFor(t, 10*time.Second, "the first pet delivered", func(c []hookCall) bool { return len(c) == 1 })
+
+		at := time.Now().UTC().Add(-time.Minute).Truncate(time.Millisecond)
+		var skipped, waiting int64
+		err := store.Transact(context.Background(), db.DB, func(tx *gorm.DB) error {
+			if err := tx.Exec("INSERT INTO pets (name, category_id) VALUES ('Skipped', 1)").Error; err != nil {
+				return err
+			}
+			if err := tx.Raw("SELECT MAX(id) FROM pets").Scan(&skipped).Error; err != nil {
+				return err
+			}
+			if err := tx.Exec("UPDATE webhook_endpoints SET queued_id = ? WHERE id = ?", skipped, id).Error; err != nil {
+				return err
+			}
+			return tx.Exec("INSERT INTO webhook_outbox (pet_id, created_at) VALUES (?, ?), (?, ?)", skipped, at, delivered, at).Error
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = store.Transact(context.Background(), db.DB, func(tx *gorm.DB) error {
+			if err := tx.Exec("INSERT INTO pets (name, category_id) VALUES ('Waiting', 1)").Error; err != nil {
+				return err
+			}
+			if err := tx.Raw("SELECT MAX(id) FROM pets").Scan(&waiting).Error; err != nil {
+				return err
+			}
+			return tx.Exec("INSERT INTO webhook_outbox (pet_id, created_at) VALUES (?, ?)", waiting, at).Error
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		rcv.waitFor(t, 10*time.Second, "the skipped and the waiting pets delivered", func(c []hookCall) bool { return len(c) >= 3 })
+		time.Sleep(2500 * time.Millisecond) // past two polls: a second delivery would have come
+		perPet, stamps := map[int64]int{}, map[int64]string{}
+		for _, c := range rcv.snapshot() {
+			ev := decodeEvent(t, c)
+			perPet[ev.Data.Pet.ID]++
+			stamps[ev.Data.Pet.ID] = ev.Timestamp
+		}
+		want := map[int64]int{delivered: 1, skipped: 1, waiting: 1}
+		if !maps.Equal(perPet, want) {
+			t.Errorf("requests per pet: got %v; want %v", perPet, want)
+		}
+		if got, _ := time.Parse(time.RFC3339Nano, stamps[skipped]); !got.Equal(at) {
+			t.Errorf("the skipped pet's timestamp: got %s; want its row's %s", stamps[skipped], at.Format(time.RFC3339Nano))
+		}
+		if got := outboxRows(t, db); got != 0 {
+			t.Errorf("outbox: got %d rows; want 0", got)
+		}
+	})
 }
 
 // postDirect creates the pet name through api's handler, from any goroutine, and returns
@@ -158,19 +271,30 @@ func postDirect(t *testing.T, api *testAPI, name string) int64 {
 	return pet.ID
 }
 
-// waitCaughtUp waits until the endpoint id's warm-up ended and it was caught up.
-func waitCaughtUp(t *testing.T, db *store.DB, id string) {
-	t.Helper()
-	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var n int64
-		if err := db.Raw("SELECT COUNT(*) FROM webhook_endpoints WHERE id = ? AND catch_up_at IS NOT NULL", id).Scan(&n).Error; err != nil {
-			t.Fatal(err)
+// TestWebhookOldestUndelivered checks the age the PetstoreWebhooksBehind alert watches: while
+// a receiver fails, the oldest pet not yet delivered ages on /metrics; once it is delivered,
+// the age is 0 again.
+func TestWebhookOldestUndelivered(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		api := newHookAPI(t, db, hookConfig(time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second, time.Second))
+		rcv := newReceiver(t, func(n int) int {
+			if n <= 7 {
+				return http.StatusServiceUnavailable
+			}
+			return http.StatusNoContent
+		})
+		api.createHook(t, rcv.URL+"/hooks")
+		postPetNamed(t, api, "Late")
+		age := func() float64 {
+			m := regexp.MustCompile(`(?m)^petstore_webhook_oldest_undelivered_seconds (\S+)$`).FindStringSubmatch(api.mustGet(t, "/metrics").body)
+			if m == nil {
+				t.Fatal("/metrics has no petstore_webhook_oldest_undelivered_seconds")
+			}
+			v, _ := strconv.ParseFloat(m[1], 64)
+			return v
 		}
-		if n == 0 {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatal("the endpoint was not caught up within 20 s")
-		}
-	}
+		within(t, 12*time.Second, "the undelivered pet aged a second or more", func() bool { return age() >= 1 })
+		rcv.waitFor(t, 15*time.Second, "the pet delivered at last", func(c []hookCall) bool { return len(c) == 8 })
+		within(t, 12*time.Second, "the age back to 0", func() bool { return age() == 0 })
+	})
 }

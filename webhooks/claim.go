@@ -11,83 +11,8 @@ import (
 	"petstore/store"
 )
 
-// fanOutBatch and claimBatch are the most outbox rows and deliveries one statement takes.
-const (
-	fanOutBatch = 500
-	claimBatch  = 200
-)
-
-// fanOut takes up to fanOutBatch rows of the outbox, queues one delivery of each to every
-// enabled endpoint subscribed to pet.created whose after_id is below the pet's id, claimed
-// by this instance, and deletes the rows, in one transaction. It returns the deliveries to
-// send and how many rows it took.
-func (d *Dispatcher) fanOut(ctx context.Context) ([]job, int, error) {
-	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
-	defer cancel()
-	var jobs []job
-	var taken int
-	err := store.Transact(ctx, d.db, func(tx *gorm.DB) error {
-		var events []struct {
-			ID        int64
-			PetID     int64
-			CreatedAt time.Time
-		}
-		if err := tx.Raw("SELECT id, pet_id, created_at FROM webhook_outbox ORDER BY id LIMIT ?"+d.lock, fanOutBatch).Scan(&events).Error; err != nil {
-			return err
-		}
-		jobs, taken = nil, len(events)
-		if taken == 0 {
-			return nil
-		}
-		var endpoints []struct {
-			EndpointState
-			ID      string
-			URL     string
-			AfterID int64
-		}
-		err := tx.Raw("SELECT id, url, secret, old_secret, old_secret_until, failing_since, after_id FROM webhook_endpoints"+
-			" WHERE disabled_at IS NULL AND events LIKE ?", "%"+PetCreated+"%").Scan(&endpoints).Error
-		if err != nil {
-			return err
-		}
-		ids, petIDs := make([]any, len(events)), make([]any, len(events))
-		for i, ev := range events {
-			ids[i], petIDs[i] = ev.ID, ev.PetID
-		}
-		var pets []models.Pet
-		if len(endpoints) > 0 {
-			if err := tx.Raw("SELECT id, name, category_id, status FROM pets WHERE id IN ("+placeholders(len(petIDs))+")", petIDs...).Scan(&pets).Error; err != nil {
-				return err
-			}
-		}
-		byID := make(map[int64]models.Pet, len(pets))
-		for _, p := range pets {
-			byID[p.ID] = p
-		}
-		var ds []newDelivery
-		for _, ev := range events {
-			for _, e := range endpoints {
-				if pet, ok := byID[ev.PetID]; ok && ev.PetID > e.AfterID {
-					ds = append(ds, newDelivery{endpoint: e.ID, pet: ev.PetID, at: ev.CreatedAt})
-					jobs = append(jobs, job{EndpointID: e.ID, PetID: pet.ID, EventAt: ev.CreatedAt, URL: e.URL, EndpointState: e.EndpointState,
-						Name: pet.Name, CategoryID: pet.CategoryID, Status: pet.Status})
-				}
-			}
-		}
-		if err := insertDeliveries(tx, ds, time.Now().UTC().Add(d.lease())); err != nil {
-			return err
-		}
-		for i := range jobs {
-			jobs[i].ID = ds[i].id
-		}
-		return tx.Exec("DELETE FROM webhook_outbox WHERE id IN ("+placeholders(len(ids))+")", ids...).Error
-	})
-	if err != nil {
-		return nil, 0, err
-	}
-	d.Metrics.queued.Add(float64(len(jobs)))
-	return jobs, taken, nil
-}
+// claimBatch is the most deliveries one claim takes.
+const claimBatch = 200
 
 // EndpointState is what signs an endpoint's deliveries, and since when it fails; exported
 // for GORM, which scans only exported embedded structs.

@@ -28,7 +28,8 @@ type Options struct {
 	Timeout   time.Duration   // a receiver's 2xx must come within it (PETSTORE_WEBHOOK_TIMEOUT)
 	Addresses Addresses       // where deliveries may go
 	DBTimeout time.Duration   // of each statement
-	Poll      time.Duration   // how often the outbox and the due retries are read besides wake-ups; 0: 1 s
+	Poll      time.Duration   // how often the pets, the outbox and the due retries are read besides wake-ups; 0: 1 s
+	Tail      Tail            // the settled pages of the pets table
 }
 
 // maxInFlight bounds the deliveries one instance sends at a time: a slow receiver holds some
@@ -39,8 +40,11 @@ const maxInFlight = 512
 // more deliveries to it wait for one, rather than dial anew.
 const maxPerHost = 64
 
-// Dispatcher turns the outbox into deliveries and sends them: every instance runs one, and
-// they share the work through the database. A delivery is claimed by moving its next attempt
+// Dispatcher turns the pets added into deliveries and sends them: every instance runs one,
+// and they share the work through the database. It tails the pets table: each endpoint's
+// queued_id says up to which pet its deliveries are queued, and a fan-out reads the settled
+// page after it and queues the page's pets in one transaction (fanOut); the rare pet whose
+// write was late, which a settled page may have passed, comes from the outbox (takeLate). A delivery is claimed by moving its next attempt
 // past the time its sending may take (the lease): another instance takes it only once the
 // lease ran out, which is how a delivery of an instance that died is sent again. Claims lock
 // their rows with FOR UPDATE SKIP LOCKED where the engine has it (MariaDB 10.6, MySQL 8), so
@@ -55,18 +59,17 @@ type Dispatcher struct {
 	slots    chan struct{} // one per delivery in flight
 	results  chan result
 	Metrics  *Metrics
-	Active   *Active // whether pets write their outbox rows
 	inflight sync.WaitGroup
+	behind   time.Time // since when fan-outs have not reached the newest pet; zero when they have (Run's alone)
 }
 
-// NewDispatcher returns the Dispatcher of db with opts, its Active read from db.
+// NewDispatcher returns the Dispatcher of db with opts.
 func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher, error) {
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
 	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
-		results: make(chan result, maxInFlight), Metrics: newMetrics(),
-		Active: &Active{warmUp: opts.Poll + 2*opts.DBTimeout + time.Second}}
+		results: make(chan result, maxInFlight), Metrics: newMetrics()}
 	d.client = &http.Client{
 		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,
 			IdleConnTimeout: 90 * time.Second, TLSHandshakeTimeout: 10 * time.Second, ForceAttemptHTTP2: true},
@@ -79,7 +82,6 @@ func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher
 		}
 		d.lock = lockClause(version)
 	}
-	d.refresh(ctx)
 	return d, nil
 }
 
@@ -95,7 +97,7 @@ func lockClause(version string) string {
 	return " FOR UPDATE"
 }
 
-// Wake makes the dispatcher read the outbox now: a pet of this instance committed.
+// Wake makes the dispatcher read the pets now: a pet of this instance committed.
 func (d *Dispatcher) Wake() {
 	select {
 	case d.wake <- struct{}{}:
@@ -108,20 +110,19 @@ func (d *Dispatcher) Wake() {
 const coalesce = 20 * time.Millisecond
 
 // Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
-// outbox into deliveries and sends them; every poll it also claims the due ones (retries,
-// and deliveries whose instance died), and reads the outbox left by other instances. Beside
-// it, every poll, Active is read anew and the endpoints past their warm-up caught up.
+// new pets into deliveries and sends them; every poll it also reads the pets of other
+// instances, takes the outbox and claims the due deliveries (retries, and deliveries whose
+// instance died).
 func (d *Dispatcher) Run(ctx context.Context) {
-	var writer, watcher sync.WaitGroup
+	var writer sync.WaitGroup
 	writer.Go(func() { d.writeResults() })
-	watcher.Go(func() { d.watch(ctx) })
-	defer watcher.Wait()
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
 	var lastAge time.Time
 	for due := true; ; {
 		d.fanOutAll(ctx)
 		if due {
+			d.takeLateAll(ctx)
 			d.claimAll(ctx)
 		}
 		if time.Since(lastAge) >= 5*time.Second {
@@ -146,15 +147,35 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// fanOutAll turns the whole outbox into deliveries and sends them.
+// fanOutAll turns the pets up to the newest settled one into deliveries and sends them.
 func (d *Dispatcher) fanOutAll(ctx context.Context) {
 	for ctx.Err() == nil {
-		jobs, n, err := d.fanOut(ctx)
+		jobs, more, err := d.fanOut(ctx)
+		if err != nil || more {
+			if d.behind.IsZero() {
+				d.behind = time.Now()
+			}
+		}
+		if err != nil {
+			slog.WarnContext(ctx, "webhooks: queueing the pets added failed", "error", err)
+			return
+		}
+		d.dispatch(ctx, jobs)
+		if !more {
+			d.behind = time.Time{}
+			return
+		}
+	}
+}
+
+// takeLateAll takes the whole outbox.
+func (d *Dispatcher) takeLateAll(ctx context.Context) {
+	for ctx.Err() == nil {
+		n, err := d.takeLate(ctx)
 		if err != nil {
 			slog.WarnContext(ctx, "webhooks: reading the outbox failed", "error", err)
 			return
 		}
-		d.dispatch(ctx, jobs)
 		if n < fanOutBatch {
 			return
 		}
@@ -192,7 +213,8 @@ func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
 	}
 }
 
-// measureAge sets the age of the oldest event not yet delivered: in the outbox, or pending.
+// measureAge sets the age of the oldest event not yet delivered: in the outbox, pending, or
+// not yet queued while fan-outs are behind.
 func (d *Dispatcher) measureAge(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
@@ -201,6 +223,9 @@ func (d *Dispatcher) measureAge(ctx context.Context) {
 		return
 	}
 	var age time.Duration
+	if !d.behind.IsZero() {
+		age = time.Since(d.behind)
+	}
 	for _, q := range []string{"SELECT created_at FROM webhook_outbox ORDER BY id LIMIT 1",
 		"SELECT created_at FROM webhook_deliveries WHERE status = 'pending' ORDER BY created_at LIMIT 1"} {
 		var at time.Time

@@ -49,17 +49,15 @@ type Endpoints struct {
 	addrs   Addresses
 	grace   time.Duration // how long a rotated secret still signs
 	timeout time.Duration // of each statement
-	active  *Active       // set at once when an endpoint is registered or enabled
 }
 
 // DefaultGrace is how long a replaced secret still signs each delivery after a rotation.
 const DefaultGrace = 24 * time.Hour
 
 // NewEndpoints returns the Endpoints of db, whose urls addrs checks, whose rotated secrets sign
-// for grace, whose statements take at most timeout, and which turn active on (the
-// Dispatcher's) as they register or enable an endpoint.
-func NewEndpoints(db *store.DB, addrs Addresses, grace, timeout time.Duration, active *Active) *Endpoints {
-	return &Endpoints{db: db.DB, mysql: db.Dialect == migrations.MySQL, addrs: addrs, grace: grace, timeout: timeout, active: active}
+// for grace, and whose statements take at most timeout.
+func NewEndpoints(db *store.DB, addrs Addresses, grace, timeout time.Duration) *Endpoints {
+	return &Endpoints{db: db.DB, mysql: db.Dialect == migrations.MySQL, addrs: addrs, grace: grace, timeout: timeout}
 }
 
 // endpointColumns are the columns an Endpoint is listed from.
@@ -85,8 +83,8 @@ func (r endpointRow) endpoint() Endpoint {
 }
 
 // Create registers the endpoint of p at rawURL for events, and returns it with its secret.
-// It gets the pets above the highest id at that moment (after_id): those whose instances
-// write their outbox rows, and, once its warm-up ends, the others (Dispatcher.catchUp).
+// It gets the pets above the highest id at that moment (after_id, where its queued_id
+// begins).
 // A url that is missing or not allowed, an event type that does not exist and an endpoint
 // past the plan's limit are INVALID_REQUEST.
 func (s *Endpoints) Create(ctx context.Context, p *auth.Principal, rawURL string, events []string) (Endpoint, error) {
@@ -120,12 +118,9 @@ func (s *Endpoints) Create(ctx context.Context, p *auth.Principal, rawURL string
 		if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM pets").Scan(&after).Error; err != nil {
 			return err
 		}
-		return tx.Exec("INSERT INTO webhook_endpoints (id, key_id, url, events, secret, created_at, after_id, catch_up_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-			e.ID, p.KeyID, e.URL, strings.Join(e.Events, ","), e.Secret, now, after, now.Add(s.active.WarmUp())).Error
+		return tx.Exec("INSERT INTO webhook_endpoints (id, key_id, url, events, secret, created_at, after_id, queued_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+			e.ID, p.KeyID, e.URL, strings.Join(e.Events, ","), e.Secret, now, after, after).Error
 	})
-	if err == nil {
-		s.active.on.Store(true)
-	}
 	return e, apiError(err)
 }
 

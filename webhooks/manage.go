@@ -86,8 +86,8 @@ const ReplayBatch = 1000
 
 // Replay queues, for the endpoint id of the key keyID, a new delivery of pet.created for each
 // pet after the cursor after, at most ReplayBatch of them, and enables the endpoint again if
-// it was disabled: from the highest pet id on, caught up after its warm-up as a new one. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint
-// NOT_FOUND.
+// it was disabled: it then gets the pets above the highest id, as a new one. A missing or
+// foreign cursor is INVALID_REQUEST; an unknown endpoint NOT_FOUND.
 func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *string) (Replayed, error) {
 	var r Replayed
 	if after == nil {
@@ -124,16 +124,13 @@ func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *s
 		if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM pets").Scan(&last).Error; err != nil {
 			return err
 		}
-		err := tx.Exec("UPDATE webhook_endpoints SET after_id = ?, catch_up_at = ? WHERE id = ? AND disabled_at IS NOT NULL",
-			last, now.Add(s.active.WarmUp()), id).Error
+		err := tx.Exec("UPDATE webhook_endpoints SET after_id = ?, queued_id = ? WHERE id = ? AND disabled_at IS NOT NULL",
+			last, last, id).Error
 		if err != nil {
 			return err
 		}
 		return tx.Exec("UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL WHERE id = ?", id).Error
 	})
-	if err == nil {
-		s.active.on.Store(true)
-	}
 	return r, apiError(err)
 }
 

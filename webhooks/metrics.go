@@ -19,7 +19,7 @@ func newMetrics() *Metrics {
 		retried:   counter("retried", "Webhook delivery attempts that failed and were scheduled again."),
 		failed:    counter("failed", "Webhook deliveries that failed for good: retry schedule spent, or endpoint disabled."),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_webhook_oldest_undelivered_seconds",
-			Help: "Age of the oldest pet event not yet delivered (in the outbox or pending), as this instance last read it."}),
+			Help: "Age of the oldest pet event not yet delivered (pending, in the outbox, or not yet queued), as this instance last read it."}),
 	}
 }
 

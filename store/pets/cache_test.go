@@ -221,3 +221,35 @@ func liveHeap() uint64 {
 	runtime.ReadMemStats(&m)
 	return m.HeapAlloc
 }
+
+// TestSlowWriteHasOutboxRow: on MySQL, with the outbox on, a pet whose write took longer than
+// half the settle delay, to its commit, gets its outbox row once it committed (webhooks take
+// it from there, a settled page having perhaps passed it); a quick one is one INSERT.
+func TestSlowWriteHasOutboxRow(t *testing.T) {
+	db := dbtest.New(t, "mysql")
+	var created atomic.Int64
+	s := pets.New(db, store.DefaultTimeout, nil).Outbox(func() { created.Add(1) })
+	rows := func() (ids []int64) {
+		if err := db.Raw("SELECT pet_id FROM webhook_outbox").Scan(&ids).Error; err != nil {
+			t.Fatal(err)
+		}
+		return ids
+	}
+	addPets(t, s, 1)
+	if got := rows(); len(got) != 0 || created.Load() != 1 {
+		t.Fatalf("a quick write: outbox rows %v, %d told; want none, 1", got, created.Load())
+	}
+	var hooks store.CommitHooks // the commit of a transaction that ends long after its insert
+	p, err := s.Create(store.WithCommitHooks(context.Background(), &hooks), models.NewPet{Name: "slow", CategoryID: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(store.SettleDelay / 2)
+	if got := rows(); len(got) != 0 || created.Load() != 1 {
+		t.Fatalf("before the commit: outbox rows %v, %d told; want none, 1", got, created.Load())
+	}
+	hooks.Run()
+	if got := rows(); !slices.Equal(got, []int64{p.ID}) || created.Load() != 2 {
+		t.Fatalf("after the late commit: outbox rows %v, %d told; want [%d], 2", got, created.Load(), p.ID)
+	}
+}

@@ -7,6 +7,7 @@ package pets
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"gorm.io/gorm"
@@ -26,9 +27,7 @@ type Store struct {
 	replicaSQL listStatements
 	settle     *store.Settler // on MySQL (db.Settler), else nil
 	pages      *PageCache     // nil: every page is read
-	outbox     func()         // nil: no outbox rows; else told of each one once it committed
-	active     func() bool    // whether the outbox is written now (an endpoint exists)
-	prepared   preparedInserts
+	created    func()         // nil: no outbox; else told of each pet once it committed
 }
 
 // New returns the Store of db, whose statements each take at most timeout, and whose reads go
@@ -46,17 +45,17 @@ func New(db *store.DB, timeout time.Duration, pages *PageCache) *Store {
 	return s
 }
 
-// Outbox makes every pet created while active reports true write its row of the webhooks
-// outbox in its own transaction, so that a pet whose creation answered is delivered even
-// when the instance dies right after; committed is called once each such row committed (to
-// wake the dispatcher). While active reports false a pet is the one INSERT it is without
-// webhooks. It returns s.
-func (s *Store) Outbox(committed func(), active func() bool) *Store {
-	s.outbox, s.active = committed, active
+// Outbox makes Create tell created of each pet once it committed (to wake the webhook
+// dispatcher), and write a row of the webhooks outbox for each pet whose write was slow
+// enough that a settled page may have passed it (a write of lateAfter or more, on MySQL): the
+// dispatcher tails the pets table with settled pages (After), and takes these rows for the
+// pets such a page skipped. It returns s.
+func (s *Store) Outbox(created func()) *Store {
+	s.created = created
 	return s
 }
 
-// outboxSQL writes the outbox row of a pet (webhooks.Dispatcher reads it).
+// outboxSQL writes the outbox row of a late pet (webhooks.Dispatcher reads it).
 const outboxSQL = "INSERT INTO webhook_outbox (pet_id, created_at) VALUES (?, ?)"
 
 // createPetSQL inserts a pet: one statement, nothing else. InnoDB hands out its id before
@@ -73,48 +72,60 @@ const galeraCreatePetSQL = "/*M! SET STATEMENT wsrep_sync_wait=5 FOR*/ INSERT IN
 
 // Create stores the pet that input describes, which the caller has validated
 // (models.NewPet.Validate), on the transaction of ctx if it carries one (store.WithTx), with
-// its outbox row when Outbox is on and active (in a transaction of its own when ctx carries
-// none).
-// Outside a transaction the INSERT runs again while the server rolls it back (store.Retry,
-// store.TransactSQL), all attempts within the statement timeout; inside one the transaction's
+// its outbox row, once it committed, when Outbox is on and the write was late (lateAfter).
+// Outside a transaction each statement runs again while the server rolls it back
+// (store.Retry), all attempts within the statement timeout; inside one the transaction's
 // owner runs it all again (store.Transact). A connection lost under the INSERT is UNAVAILABLE
 // saying that the pet may exist (store.WriteError). Once the pet committed, a write slow
 // enough to make it late is told to the page cache (PageCache.committed).
 func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, error) {
 	pet, start := input.Pet(), time.Now()
-	outbox := s.outbox != nil && s.active()
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	insert := func(ctx context.Context) error {
-		conn := store.ConnPool(ctx, s.db)
-		res, err := conn.ExecContext(ctx, s.insertSQL, pet.Name, pet.CategoryID, pet.Status)
+		res, err := store.ConnPool(ctx, s.db).ExecContext(ctx, s.insertSQL, pet.Name, pet.CategoryID, pet.Status)
 		if err == nil {
 			pet.ID, err = res.LastInsertId()
-		}
-		if err == nil && outbox {
-			_, err = conn.ExecContext(ctx, outboxSQL, pet.ID, start.UTC())
 		}
 		return err
 	}
 	var err error
-	switch {
-	case store.InTx(ctx):
+	if store.InTx(ctx) {
 		err = insert(ctx)
-	case outbox:
-		err = s.insertWithOutbox(ctx, &pet, start)
-	default:
+	} else {
 		err = store.Retry(ctx, insert)
 	}
 	if err != nil {
 		return nil, store.WriteError(err)
 	}
-	if outbox {
-		store.OnCommit(ctx, s.outbox)
+	if s.created != nil {
+		if s.settle != nil { // on SQLite no pet is late
+			store.OnCommit(ctx, func() { s.writeLate(pet.ID, start) })
+		}
+		store.OnCommit(ctx, s.created)
 	}
 	if s.pages != nil && s.settle != nil { // on SQLite every write commits in id order
 		store.OnCommit(ctx, func() { s.pages.committed(pet.ID, start) })
 	}
 	return &pet, nil
+}
+
+// writeLate writes the outbox row of the pet id, whose write began at start and has just
+// committed, when that made it late. It runs before the answer is sent; a failure is logged,
+// the pet being stored.
+func (s *Store) writeLate(id int64, start time.Time) {
+	if time.Since(start) < lateAfter {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), s.timeout)
+	defer cancel()
+	err := store.Retry(ctx, func(ctx context.Context) error {
+		_, err := s.db.Statement.ConnPool.ExecContext(ctx, outboxSQL, id, start.UTC())
+		return err
+	})
+	if err != nil {
+		slog.ErrorContext(ctx, "pets: writing the outbox row of a late pet failed: its webhook deliveries may not be queued", "pet", id, "error", err)
+	}
 }
 
 // petColumns are the columns a Pet is read from.
