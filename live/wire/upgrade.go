@@ -99,9 +99,10 @@ func (r *Server) hijack(c *gin.Context, st *wsState, h http.Handler) error {
 
 // endWS releases what the socket of st held once its serving ended (or it was never served):
 // its pending slot, its place among the instance's connections and among the sockets pinged,
-// and its connection, whose context openWS made (and which its close handshake may have ended
-// already). A socket's context has no cancellation of its own: each cancellable context and
-// each context.AfterFunc costs an idle socket some 100 to 300 bytes for as long as it lives.
+// and its connection, by ending the connection's context that openWS made (a cut-off may have
+// ended it already). A socket's context has no cancellation of its own: each cancellable
+// context and each context.AfterFunc costs an idle socket some 100 to 300 bytes for as long as
+// it lives.
 func (r *Server) endWS(st *wsState) {
 	r.releasePending(st)
 	r.reg.ReleaseConn()
