@@ -102,18 +102,12 @@ const logFlushEvery = 100 * time.Millisecond
 // of unknown PETSTORE_ variables, and calls fn. -h prints c's help to stdout.
 func (r runner) withConfig(ctx context.Context, c command, args []string, extra func(*flag.FlagSet),
 	fn func(config.Config, *flag.FlagSet) error) error {
-	fs := flag.NewFlagSet("petstore "+c.name, flag.ContinueOnError)
-	fs.SetOutput(io.Discard) // errors are returned; -h is printed by printHelp
-	cfg := config.Default()
-	cfg.Register(fs, c.groups)
-	if extra != nil {
-		extra(fs)
+	cfg, fs, err := r.settings(c, args, extra)
+	if errors.Is(err, flag.ErrHelp) {
+		printHelp(r.stdout, c, fs)
+		return nil
 	}
-	if err := config.Parse(fs, &cfg, args, r.getenv); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			printHelp(r.stdout, c, fs)
-			return nil
-		}
+	if err != nil {
 		return err
 	}
 	logs := observe.NewLogWriter(r.stderr, logFlushEvery)
@@ -130,11 +124,28 @@ func (r runner) withConfig(ctx context.Context, c command, args []string, extra 
 	return fn(cfg, fs)
 }
 
+// settings returns the settings of r's environment and args over DefaultConfig, and the flags
+// of c's groups and its own (defined by extra), which args set: config.Parse, then the rules of
+// the parts (checkParts).
+func (r runner) settings(c command, args []string, extra func(*flag.FlagSet)) (config.Config, *flag.FlagSet, error) {
+	fs := flag.NewFlagSet("petstore "+c.name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // errors are returned; -h is printed by printHelp
+	cfg := DefaultConfig()
+	cfg.Register(fs, c.groups)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := config.Parse(fs, &cfg, args, r.getenv); err != nil {
+		return cfg, fs, err
+	}
+	return cfg, fs, checkParts(cfg)
+}
+
 // OpenDB opens the configured database and applies pending migrations, or with
 // PETSTORE_MIGRATE=off checks that none is pending. A database that still lacks one is an
 // error that says to run petstore migrate up.
 func OpenDB(ctx context.Context, cfg config.Config, opts ...store.Option) (*store.DB, error) {
-	db, err := store.Open(ctx, cfg.DB, cfg.Pool, append(opts, store.WithTimeout(cfg.DBTimeout))...)
+	db, err := store.Open(ctx, cfg.DB, store.Pool(cfg.Pool), append(opts, store.WithTimeout(cfg.DBTimeout))...)
 	if err != nil {
 		return nil, err
 	}

@@ -17,7 +17,7 @@ import (
 // printDevKey creates and prints a development key of cfg.DevKeyPlan when the database has
 // no key at all, with a curl line for the server at base; else how to make one.
 func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, base string, stdout io.Writer) error {
-	key, err := auth.EnsureDevKey(ctx, db.DB, cfg.KeyPrefix(), cfg.DevKeyPlan)
+	key, err := auth.EnsureDevKey(ctx, db.DB, auth.PrefixFor(cfg.Env), cfg.DevKeyPlan)
 	if err != nil {
 		return fmt.Errorf("create the development key: %w", err)
 	}
@@ -35,7 +35,7 @@ func printDevKey(ctx context.Context, db *store.DB, cfg config.Config, base stri
 // masked.
 func keysCreateLine(cfg config.Config) string {
 	line := "go run . keys create --plan " + cfg.DevKeyPlan
-	if cfg.DB == config.Default().DB {
+	if cfg.DB == DefaultConfig().DB {
 		return line
 	}
 	db := cfg.DB

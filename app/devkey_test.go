@@ -7,7 +7,6 @@ import (
 	"sync"
 	"testing"
 
-	"petstore/config"
 	"petstore/models"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -18,7 +17,7 @@ import (
 func TestDevKeyCreatedOnce(t *testing.T) {
 	for _, dialect := range dbtest.Dialects {
 		t.Run(dialect, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := DefaultConfig()
 			cfg.DB = dbtest.DSN(t, dialect)
 			outs := make([]bytes.Buffer, 6)
 			dbs := make([]*store.DB, len(outs))

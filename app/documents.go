@@ -62,7 +62,7 @@ func addDocuments(ctx context.Context, cfg config.Config, files []string, stdout
 			return fmt.Errorf("%s: %w", file, err)
 		}
 		for _, e := range entries {
-			checked, err := graph.CheckDocument(cfg.GraphQL, e.Body)
+			checked, err := graph.CheckDocument(graphqlLimits(cfg), e.Body)
 			if err != nil {
 				problems = append(problems, fmt.Sprintf("%s: document %q%s:\n  %s", file, e.ID, nameOf(e.Name), strings.ReplaceAll(err.Error(), "\n", "\n  ")))
 				continue

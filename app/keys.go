@@ -55,7 +55,7 @@ func createKey(ctx context.Context, cfg config.Config, spec auth.KeySpec, stdout
 		return err
 	}
 	defer db.Close()
-	key, rec, err := auth.CreateKey(ctx, db.DB, cfg.KeyPrefix(), spec)
+	key, rec, err := auth.CreateKey(ctx, db.DB, auth.PrefixFor(cfg.Env), spec)
 	if err != nil {
 		return err
 	}

@@ -18,8 +18,8 @@ import (
 	"petstore/store/pets"
 )
 
-// LiveChannel is the Redis pub/sub channel of the petAdded wake-ups, after the rate limiter's
-// key prefix.
+// LiveChannel is the Redis pub/sub channel of the petAdded wake-ups, after the service's key
+// prefix (config.Config.RedisKeyPrefix).
 const LiveChannel = "live:pets-added"
 
 // subscriptions are the wired petAdded subscription: the Hub that the resolver's writes feed,
@@ -33,18 +33,17 @@ type subscriptions struct {
 }
 
 // newLive wires the petAdded subscription (package live and its conns and wire): a Hub that reads the pets of
-// petStore, fanned out through rdb when it is not nil (on LiveChannel after the rate limiter's
-// key prefix), and the Registry of its connections, authenticated by authn and charged by
-// limiter, whose caps hold on every instance sharing rdb (leases under the rate limiter's key
-// prefix, with its failure policy), its WebSockets pinged and their pending sockets capped as
-// cfg says.
+// petStore, fanned out through rdb when it is not nil (on LiveChannel after cfg's key prefix),
+// and the Registry of its connections, authenticated by authn and charged by limiter, whose
+// caps hold on every instance sharing rdb (leases under cfg's key prefix, with the rate
+// limiter's failure policy), its WebSockets pinged and their pending sockets capped as cfg
+// says.
 func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, petStore *pets.Store,
 	authn *auth.Authenticator, limiter *ratelimit.Limiter, metrics *observe.Metrics) (subscriptions, error) {
 	lm, cm := live.NewMetrics(), conns.NewMetrics()
 	if err := metrics.Register(append(lm.Collectors(), cm.Collectors()...)...); err != nil {
 		return subscriptions{}, err
 	}
-	rl := cfg.RateLimit
 	caps := conns.DefaultCaps()
 	caps.PendingPerAddr = cfg.WSPendingPerAddr
 	hubOpts := live.HubOptions{Read: petStore.After, LastID: petStore.LastID, Metrics: lm}
@@ -53,13 +52,13 @@ func newLive(cfg config.Config, db *store.DB, rdb redis.UniversalClient, petStor
 		Capacity:  liveCapacity(cfg),
 		Check:     conns.KeyCheck(db.DB, limiter.Suspended),
 		Charge:    limiter.Charge,
-		FailOpen:  rl.FailOpen,
+		FailOpen:  cfg.RateLimit.FailOpen,
 		PingEvery: cfg.WSPingInterval,
 		Metrics:   cm,
 	}
 	if rdb != nil {
-		hubOpts.Bus = live.NewRedisBus(rdb, rl.RedisKeyPrefix+LiveChannel)
-		regOpts.Leases = conns.NewLeases(rdb, rl.RedisKeyPrefix)
+		hubOpts.Bus = live.NewRedisBus(rdb, cfg.RedisKeyPrefix+LiveChannel)
+		regOpts.Leases = conns.NewLeases(rdb, cfg.RedisKeyPrefix)
 	}
 	hub := live.NewHub(hubOpts)
 	reg := conns.NewRegistry(hub, regOpts)

@@ -64,7 +64,7 @@ func (r runner) migrate(ctx context.Context, args []string) error {
 
 // withDB opens the configured database, changing nothing, and runs fn on it.
 func withDB(ctx context.Context, cfg config.Config, fn func(*store.DB) error) error {
-	db, err := store.Open(ctx, cfg.DB, cfg.Pool, store.WithTimeout(cfg.DBTimeout))
+	db, err := store.Open(ctx, cfg.DB, store.Pool(cfg.Pool), store.WithTimeout(cfg.DBTimeout))
 	if err != nil {
 		return err
 	}

@@ -35,7 +35,7 @@ func Serve(ctx context.Context, cfg config.Config, stdout io.Writer) error {
 	}
 	defer db.Close()
 	if len(cfg.Replicas) > 0 {
-		if db.Replicas, err = store.OpenReplicas(ctx, db, cfg.Replicas, cfg.Pool); err != nil {
+		if db.Replicas, err = store.OpenReplicas(ctx, db, cfg.Replicas, store.Pool(cfg.Pool)); err != nil {
 			return err
 		}
 	}

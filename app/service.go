@@ -1,7 +1,8 @@
-// Package app wires the service: it builds each part from the configuration, in the order
-// the parts depend on each other (metrics, rate limiter, records, pet store, subscriptions,
-// resolvers, GraphQL, router), each whole, and runs the commands of the petstore program (cli.go): serve (serve.go),
-// migrate and keys (keys.go).
+// Package app wires the service: it builds each part from the settings' values (config), in
+// the order the parts depend on each other (metrics, rate limiter, records, pet store,
+// subscriptions, resolvers, GraphQL, router), each whole, and runs the commands of the petstore
+// program (cli.go): serve (serve.go), migrate and keys (keys.go). The settings' defaults and the
+// rules a part owns over its settings are config.go's.
 package app
 
 import (
@@ -15,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/auth"
+	"petstore/clientaddr"
 	"petstore/config"
 	"petstore/documents"
 	"petstore/graph"
@@ -63,12 +65,12 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	authn := auth.NewAuthenticator(db.DB, db.Replicas, cfg.KeyPrefix(), cfg.KeyCacheTTL, cfg.DBTimeout)
-	limiter, err := newLimiter(cfg, rdb, tr, metrics, authn)
+	authn := auth.NewAuthenticator(db.DB, db.Replicas, auth.PrefixFor(cfg.Env), cfg.KeyCacheTTL, cfg.DBTimeout)
+	limiter, err := newLimiter(cfg, rdb, tr, metrics, authn, o)
 	if err != nil {
 		return nil, err
 	}
-	records, err := idempotency.New(db.DB, cfg.Idempotency())
+	records, err := idempotency.New(db.DB, idempotencyConfig(cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -86,7 +88,7 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 	if err != nil {
 		return nil, err
 	}
-	docs, err := documents.NewRegistry(context.Background(), db.DB, graph.Preparer(cfg.GraphQL), cfg.DBTimeout)
+	docs, err := documents.NewRegistry(context.Background(), db.DB, graph.Preparer(graphqlLimits(cfg)), cfg.DBTimeout)
 	if err != nil {
 		return nil, fmt.Errorf("read the trusted documents: %w", err)
 	}
@@ -106,20 +108,22 @@ func New(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing
 		pages:   pages,
 		late:    late,
 		docs:    docs,
-		hooks:   wh.dispatcher,
+		hooks:   wh.delivering(cfg),
 	}, nil
 }
 
 // Background runs what the service does beside answering requests, until the function it
 // returns is called: it removes expired Idempotency-Key records, reads the trusted documents
-// again when they change, delivers webhooks, and hears of the late pets of other instances
-// (pets.LateBus.Listen).
+// again when they change, delivers webhooks (unless PETSTORE_WEBHOOK_DELIVER is false), and
+// hears of the late pets of other instances (pets.LateBus.Listen).
 func (s *Service) Background(ctx context.Context) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	var done sync.WaitGroup
 	done.Go(func() { s.records.RunPurger(ctx, idempotency.DefaultPurgeEvery) })
 	done.Go(func() { s.docs.Run(ctx, documents.DefaultRefreshEvery) })
-	done.Go(func() { s.hooks.Run(ctx) })
+	if s.hooks != nil {
+		done.Go(func() { s.hooks.Run(ctx) })
+	}
 	if s.pages != nil && s.late != nil {
 		done.Go(func() { s.late.Listen(ctx, s.pages) })
 	}
@@ -132,7 +136,7 @@ func newLateBus(cfg config.Config, rdb redis.UniversalClient) *pets.LateBus {
 	if rdb == nil {
 		return nil
 	}
-	return pets.NewLateBus(rdb, cfg.RateLimit.RedisKeyPrefix, rand.Text())
+	return pets.NewLateBus(rdb, cfg.RedisKeyPrefix, rand.Text())
 }
 
 // newPageCache returns the page cache of cfg, nil when it is off, its figures exported by
@@ -158,15 +162,18 @@ func newMetrics(db *store.DB) (*observe.Metrics, error) {
 	return metrics, metrics.RegisterDB(db.SQL())
 }
 
-// newLimiter returns the rate limiter of cfg, counting in rdb when it is not nil, else in
-// process, its decisions and store errors counted by metrics, reading at once the keys that
-// authn lists whatever their address's budget.
-func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics, authn *auth.Authenticator) (*ratelimit.Limiter, error) {
+// newLimiter returns the rate limiter of cfg (as o tunes it), counting in rdb when it is not
+// nil, else in process, its decisions and store errors counted by metrics, reading at once the
+// keys that authn lists whatever their address's budget.
+func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, metrics *observe.Metrics, authn *auth.Authenticator, o options) (*ratelimit.Limiter, error) {
+	rl := limiterConfig(cfg)
+	if o.rateLimit != nil {
+		o.rateLimit(&rl)
+	}
 	var counters ratelimit.Counters = ratelimit.NewMemoryCounters(nil)
 	if rdb != nil {
-		counters = ratelimit.NewRedisCounters(rdb, cfg.RateLimit.RedisKeyPrefix, tr.PipelineContext())
+		counters = ratelimit.NewRedisCounters(rdb, rl.RedisKeyPrefix, tr.PipelineContext())
 	}
-	rl := cfg.RateLimit
 	rl.OnDecision = metrics.ObserveDecision
 	rl.Listed = authn.Listed
 	limiter, err := ratelimit.New(rl, counters)
@@ -176,14 +183,26 @@ func newLimiter(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer
 	return limiter, metrics.RegisterStoreErrors(limiter.StoreErrors)
 }
 
-// graphqlOptions returns cfg's GraphQL options with what the wiring adds: persisted queries in
-// rdb when it is not nil (under the key prefix of every key the service writes there), the
-// trusted documents docs, the tracer's extension, and the subscriptions' transports and gate.
+// graphqlLimits returns the GraphQL options that cfg sets: which documents run, the cost
+// limits and the size of the cache of parsed documents.
+func graphqlLimits(cfg config.Config) graph.Options {
+	g := cfg.GraphQL
+	return graph.Options{
+		DocumentsMode:   graph.DocumentsMode(g.DocumentsMode),
+		ComplexityLimit: g.ComplexityLimit, DepthLimit: g.DepthLimit, TokenLimit: g.TokenLimit,
+		QueryCacheSize: g.QueryCacheSize,
+	}
+}
+
+// graphqlOptions returns cfg's GraphQL options (graphqlLimits) with what the wiring adds:
+// persisted queries in rdb when it is not nil (under the key prefix of every key the service
+// writes there), the trusted documents docs, the tracer's extension, and the subscriptions'
+// transports and gate.
 func graphqlOptions(cfg config.Config, rdb redis.UniversalClient, tr *tracing.Tracer, subs subscriptions, docs *documents.Registry) graph.Options {
-	opts := cfg.GraphQL
+	opts := graphqlLimits(cfg)
 	opts.Documents = docs
 	if rdb != nil {
-		opts.APQCache = guard.NewRedisAPQCache(rdb, cfg.RateLimit.RedisKeyPrefix+"apq:", cfg.APQTTL)
+		opts.APQCache = guard.NewRedisAPQCache(rdb, cfg.RedisKeyPrefix+"apq:", cfg.APQTTL)
 	}
 	opts.Tracer = tr.GraphQL()
 	opts.Websocket, opts.SSE, opts.Gate = &subs.ws, true, subs.reg
@@ -212,7 +231,7 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 	if err != nil {
 		return rest.Deps{}, err
 	}
-	proxies, err := cfg.Proxies()
+	proxies, err := clientaddr.ParseProxies(cfg.TrustedProxies)
 	if err != nil {
 		return rest.Deps{}, err
 	}
@@ -226,7 +245,7 @@ func newDeps(cfg config.Config, p parts) (rest.Deps, error) {
 		Resolver:   p.resolver,
 		GraphQL:    p.gql,
 		OpenAPI:    doc,
-		Playground: playground.HandlerWith("/v1/graphql", playground.Options{Documents: string(cfg.GraphQL.DocumentsMode)}),
+		Playground: playground.HandlerWith("/v1/graphql", playground.Options{Documents: cfg.GraphQL.DocumentsMode}),
 		Reference:  reference.Handler("/v1/openapi.json"),
 		SDL:        graph.SDL(),
 		Identify:   p.authn.Identify,

@@ -10,22 +10,19 @@ import (
 	"petstore/webhooks"
 )
 
-// Option changes how New wires the service, for tests.
-type Option func(*options)
-
-// options are what Options set.
-type options struct {
-	resolver webhooks.Resolver // nil: the system's
-}
-
-// WithResolver makes webhook urls resolve with r, a test's resolver that answers private and
-// metadata addresses for test names without any DNS traffic.
-func WithResolver(r webhooks.Resolver) Option { return func(o *options) { o.resolver = r } }
-
 // hooks are the wired parts of webhooks.
 type hooks struct {
 	endpoints  *webhooks.Endpoints
 	dispatcher *webhooks.Dispatcher
+}
+
+// delivering returns the dispatcher when this instance delivers (PETSTORE_WEBHOOK_DELIVER),
+// else nil: the pets it adds are queued and sent by the instances that do.
+func (h hooks) delivering(cfg config.Config) *webhooks.Dispatcher {
+	if !cfg.Webhooks.Deliver {
+		return nil
+	}
+	return h.dispatcher
 }
 
 // newWebhooks returns the webhook endpoints and dispatcher of cfg on db, with the

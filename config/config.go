@@ -1,6 +1,11 @@
 // Package config reads the service's settings, once, from the environment and from flags of
 // the same names (PETSTORE_DB_MAX_OPEN and --db-max-open); a flag wins over its variable.
 // No other package reads the environment.
+//
+// Settings are values (addresses, durations, sizes, modes), checked here before the service
+// opens anything. The package imports no part of the service: app gives the defaults (most of
+// them the parts' own), checks the rules a part owns, and builds each part's options from these
+// values.
 package config
 
 import (
@@ -15,14 +20,7 @@ import (
 	"strings"
 	"time"
 
-	"petstore/auth"
-	"petstore/clientaddr"
-	"petstore/graph"
-	"petstore/idempotency"
-	"petstore/live/conns"
-	"petstore/ratelimit"
 	"petstore/secret"
-	"petstore/store"
 )
 
 // Config is every setting of the service.
@@ -34,12 +32,13 @@ type Config struct {
 	Migrate            string        // MigrateAuto or MigrateOff: whether serve and keys apply pending migrations
 	Replicas           []string      // mysql:// addresses of read replicas of DB (MariaDB, GTID replication); none by default
 	RedisURL           string        // one server, a cluster or a Sentinel primary (see RedisTarget); empty keeps rate-limit state in the process
+	RedisKeyPrefix     string        // starts every key the service writes in Redis; not a setting (no variable): tests sharing a Redis take one each
 	Env                string        // development, staging or production
 	PublicURL          string        // production base address, ending in /v1
 	StagingURL         string        // staging base address, ending in /v1
 	ContactEmail       string        // email address of the API's support, the OpenAPI document's info.contact
 	ContactURL         string        // web page of the API's support, in info.contact with the email; empty: none
-	Pool               store.Pool    // MySQL connection pool
+	Pool               Pool          // MySQL connection pool
 	DBTimeout          time.Duration // how long one database statement may take before the request fails with 503
 	KeyCacheTTL        time.Duration // how long a key lookup is trusted: the bound on revocation
 	DrainDelay         time.Duration // how long SIGTERM keeps serving, /readyz answering 503, before draining
@@ -48,17 +47,17 @@ type Config struct {
 	BodyTimeout        time.Duration // how long a client may take to send the whole request
 	WSPingInterval     time.Duration // how often every WebSocket is pinged; three without an answer close it
 	WSPendingPerAddr   int           // WebSockets without a valid key in their upgrade that one client address may hold before connection_init
-	WSPendingMax       int           // the same on the instance, whatever their addresses; 0: sized from memory (conns.CapacityFor)
-	LiveConnectionsMax int           // WebSockets and SSE streams the instance holds; 0: sized from memory (conns.CapacityFor)
+	WSPendingMax       int           // the same on the instance, whatever their addresses; 0: sized from memory
+	LiveConnectionsMax int           // WebSockets and SSE streams the instance holds; 0: sized from memory
 	LogLevel           slog.Level    // debug, info, warn or error
 	CORSOrigins        []string      // browser origins allowed to call the API; none by default
-	TrustedProxies     []string      // proxies whose X-Forwarded-For is believed (clientaddr); none by default
+	TrustedProxies     []string      // proxies (addresses or CIDRs) whose X-Forwarded-For is believed; none by default
 	IdempotencyTTL     time.Duration // how long an Idempotency-Key's answer is kept (at least 24 h)
 	APQTTL             time.Duration // how long a persisted GraphQL query stays in Redis after its last use
 	DevKeyPlan         string        // development: the plan of the key made on the first start
-	PageCacheBytes     int           // most bytes of settled pages kept in memory (pets.PageCache); 0: off
-	GraphQL            graph.Options
-	RateLimit          ratelimit.Config
+	PageCacheBytes     int           // most bytes of settled pages kept in memory; 0: off
+	GraphQL            GraphQLSettings
+	RateLimit          RateLimit
 	Webhooks           Webhooks
 	Tracing            bool // OpenTelemetry traces: set from the OTEL_* variables by Parse (TracingFromEnv), not by a flag
 }
@@ -69,47 +68,44 @@ const (
 	MigrateOff  = "off"  // they change no schema, and stop when a migration is pending
 )
 
-// DefaultDrainDelay is the drain delay outside development: a balancer that checks /readyz
-// every second or two has marked the instance down well within it. Development has none, so
-// that Ctrl-C stops `make run` at once.
-const DefaultDrainDelay = 5 * time.Second
-
-// DefaultPageCacheBytes is the default bound of the page cache: some 25,000 pets, in pages
-// of any size, within the memory the service is measured in.
-const DefaultPageCacheBytes = 2 << 20
-
-// Default returns the settings used where neither a variable nor a flag says otherwise.
-func Default() Config {
-	return Config{
-		Addr:             ":8080",
-		DB:               "sqlite:petstore.db",
-		Migrate:          MigrateAuto,
-		Env:              "development",
-		PublicURL:        "https://api.petstore.example/v1",
-		StagingURL:       "https://staging.api.petstore.example/v1",
-		ContactEmail:     "api@petstore.example",
-		Pool:             store.DefaultPool,
-		DBTimeout:        store.DefaultTimeout,
-		KeyCacheTTL:      auth.DefaultCacheTTL,
-		DrainDelay:       DefaultDrainDelay,
-		ShutdownTimeout:  20 * time.Second,
-		HeaderTimeout:    5 * time.Second,
-		BodyTimeout:      30 * time.Second,
-		WSPingInterval:   conns.DefaultPingEvery,
-		WSPendingPerAddr: conns.DefaultPendingPerAddr,
-		LogLevel:         slog.LevelInfo,
-		IdempotencyTTL:   24 * time.Hour,
-		APQTTL:           24 * time.Hour,
-		DevKeyPlan:       auth.Pro.Name, // a working day of playground and scripts, and still a plan with limits
-		PageCacheBytes:   DefaultPageCacheBytes,
-		GraphQL:          graph.DefaultOptions(),
-		RateLimit:        ratelimit.DefaultConfig(),
-		Webhooks:         defaultWebhooks(),
-	}
+// Pool is the MySQL connection pool: most connections open and idle, and how long one lives
+// and may stay idle.
+type Pool struct {
+	MaxOpen     int
+	MaxIdle     int
+	MaxLifetime time.Duration
+	MaxIdleTime time.Duration
 }
 
-// Validate reports the first setting that cannot work. Parse calls it: every setting is checked
-// here, before the service opens, migrates or changes anything.
+// GraphQLSettings are the GraphQL handler's: which documents run (one of DocumentsModes), and
+// the cost limits and the parsed-documents cache size; a negative limit or size turns it off,
+// 0 keeps its default.
+type GraphQLSettings struct {
+	DocumentsMode   string
+	ComplexityLimit int
+	DepthLimit      int
+	TokenLimit      int
+	QueryCacheSize  int
+}
+
+// DocumentsModes are the values of PETSTORE_DOCUMENTS.
+var DocumentsModes = []string{"any", "listed", "ids"}
+
+// RateLimit are the rate limiter's settings: the anonymous budgets, the suspension of a
+// subject refused too often, and the policy when Redis fails.
+type RateLimit struct {
+	AnonymousPerMinute int64
+	AnonymousPerDay    int64
+	SuspendAfter       int64
+	SuspendWindow      time.Duration
+	SuspendBase        time.Duration
+	SuspendMax         time.Duration
+	FailOpen           bool
+}
+
+// Validate reports the first setting that cannot work. Parse calls it, before the service
+// opens, migrates or changes anything; the rules a part owns (the rate limiter's, the
+// idempotency records', the trusted proxies', the plans') are checked by app right after.
 func (c Config) Validate() error {
 	switch c.Env {
 	case "development", "staging", "production":
@@ -145,20 +141,6 @@ func (c Config) Validate() error {
 	if c.WSPendingMax < 0 || c.LiveConnectionsMax < 0 {
 		return errors.New("PETSTORE_WS_PENDING_MAX and PETSTORE_LIVE_CONNECTIONS_MAX must be 0 (sized from memory) or more")
 	}
-	if err := c.Idempotency().Validate(); err != nil {
-		return fmt.Errorf("PETSTORE_IDEMPOTENCY_TTL: %w", err)
-	}
-	if err := c.RateLimit.Validate(); err != nil {
-		return fmt.Errorf("rate limits: %w", err)
-	}
-	if _, err := c.Proxies(); err != nil {
-		return fmt.Errorf("PETSTORE_TRUSTED_PROXIES: %w", err)
-	}
-	switch c.DevKeyPlan {
-	case auth.Free.Name, auth.Pro.Name, auth.Business.Name:
-	default:
-		return fmt.Errorf("PETSTORE_DEV_KEY_PLAN must be free, pro or business; got %q", c.DevKeyPlan)
-	}
 	if err := c.Webhooks.validate(); err != nil {
 		return err
 	}
@@ -181,18 +163,6 @@ func (c Config) validateContact() error {
 		return fmt.Errorf("PETSTORE_CONTACT_URL must be an absolute http or https URL (e.g. https://petstore.example/support); got %q", c.ContactURL)
 	}
 	return nil
-}
-
-// Proxies returns the trusted proxies of PETSTORE_TRUSTED_PROXIES (Validate checks them).
-func (c Config) Proxies() (clientaddr.Proxies, error) {
-	return clientaddr.ParseProxies(c.TrustedProxies)
-}
-
-// Idempotency returns the settings of the Idempotency-Key records.
-func (c Config) Idempotency() idempotency.Config {
-	ic := idempotency.DefaultConfig()
-	ic.TTL, ic.QueryTimeout = c.IdempotencyTTL, c.DBTimeout
-	return ic
 }
 
 // validateAddresses checks that the directory of a SQLite database exists, and that the
@@ -235,9 +205,6 @@ func maskAll(addresses []string) []string {
 	}
 	return out
 }
-
-// KeyPrefix returns the prefix of the keys this environment issues and accepts.
-func (c Config) KeyPrefix() string { return auth.PrefixFor(c.Env) }
 
 // LogValue logs the settings with passwords masked, and durations as text ("5s"): slog's JSON
 // handler writes a time.Duration as nanoseconds.

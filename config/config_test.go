@@ -1,4 +1,4 @@
-package config
+package config_test
 
 import (
 	"flag"
@@ -6,15 +6,19 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/app"
+	"petstore/config"
 )
 
-func parse(t *testing.T, env map[string]string, args ...string) (Config, error) {
+// parse returns the settings of env and args over the service's defaults.
+func parse(t *testing.T, env map[string]string, args ...string) (config.Config, error) {
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	c := Default()
-	c.Register(fs, All)
-	err := Parse(fs, &c, args, func(k string) string { return env[k] })
+	c := app.DefaultConfig()
+	c.Register(fs, config.All)
+	err := config.Parse(fs, &c, args, func(k string) string { return env[k] })
 	return c, err
 }
 
@@ -29,10 +33,10 @@ func TestEnvironmentAndFlags(t *testing.T) {
 	if c.DB != "mysql://root:@127.0.0.1:3306/test" || c.Addr != ":9100" || c.Pool.MaxOpen != 8 || c.KeyCacheTTL != 3*time.Second {
 		t.Errorf("got %+v; want the variables, with the flag winning for addr", c)
 	}
-	if c.KeyPrefix() != "petstore_live_" {
-		t.Errorf("production key prefix: got %q", c.KeyPrefix())
+	if c.Env != "production" {
+		t.Errorf("env: got %q; want production", c.Env)
 	}
-	if d, _ := parse(t, nil); d.KeyPrefix() != "petstore_test_" || d.DB != "sqlite:petstore.db" || d.Addr != ":8080" {
+	if d, _ := parse(t, nil); d.Env != "development" || d.DB != "sqlite:petstore.db" || d.Addr != ":8080" {
 		t.Errorf("defaults: got %+v", d)
 	}
 }
@@ -56,8 +60,7 @@ func TestInvalidSettings(t *testing.T) {
 		{"PETSTORE_ENV": "prod"}, {"PETSTORE_DB_MAX_OPEN": "0"}, {"PETSTORE_DB_MAX_OPEN": "many"},
 		{"PETSTORE_STAGING_URL": "https://staging.example.com/v2"}, {"PETSTORE_SHUTDOWN_TIMEOUT": "0s"},
 		{"PETSTORE_LOG_LEVEL": "loud"}, {"PETSTORE_DRAIN_DELAY": "-1s"}, {"PETSTORE_WS_PING_INTERVAL": "10ms"},
-		{"PETSTORE_IDEMPOTENCY_TTL": "1h"}, {"PETSTORE_ANON_PER_MINUTE": "0"},
-		{"PETSTORE_SUSPEND_BASE": "2h", "PETSTORE_SUSPEND_MAX": "1h"}, {"PETSTORE_TRUSTED_PROXIES": "10.0.0.0/33"},
+		{"PETSTORE_DOCUMENTS": "all"}, {"PETSTORE_GRAPHQL_DEPTH_LIMIT": "deep"},
 		{"PETSTORE_DB_REPLICAS": "mysql://r:@replica:3306/pets"}, // with the SQLite default
 		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:@a:3306/pets,sqlite:x.db"},
 		{"PETSTORE_DB": "mysql://root:@primary:3306/pets", "PETSTORE_DB_REPLICAS": "mysql://r:p%zz@a:3306/pets"},
@@ -92,7 +95,7 @@ func TestContact(t *testing.T) {
 }
 
 // TestDrainDelay checks the drain delay's defaults: none in development, so that Ctrl-C stops
-// at once, DefaultDrainDelay elsewhere, and what a variable or flag says in either.
+// at once, the default (5s) elsewhere, and what a variable or flag says in either.
 func TestDrainDelay(t *testing.T) {
 	for _, tt := range []struct {
 		name string
@@ -101,8 +104,8 @@ func TestDrainDelay(t *testing.T) {
 		want time.Duration
 	}{
 		{"development", nil, nil, 0},
-		{"production", map[string]string{"PETSTORE_ENV": "production"}, nil, DefaultDrainDelay},
-		{"staging", map[string]string{"PETSTORE_ENV": "staging"}, nil, DefaultDrainDelay},
+		{"production", map[string]string{"PETSTORE_ENV": "production"}, nil, 5 * time.Second},
+		{"staging", map[string]string{"PETSTORE_ENV": "staging"}, nil, 5 * time.Second},
 		{"development variable", map[string]string{"PETSTORE_DRAIN_DELAY": "2s"}, nil, 2 * time.Second},
 		{"development flag", nil, []string{"--drain-delay", "3s"}, 3 * time.Second},
 		{"production zero", map[string]string{"PETSTORE_ENV": "production", "PETSTORE_DRAIN_DELAY": "0s"}, nil, 0},
@@ -116,5 +119,18 @@ func TestDrainDelay(t *testing.T) {
 				t.Errorf("got %v; want %v", c.DrainDelay, tt.want)
 			}
 		})
+	}
+}
+
+// TestParseReadsTracing checks that Parse sets Tracing, and refuses what TracingFromEnv refuses.
+func TestParseReadsTracing(t *testing.T) {
+	if c, err := parse(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}); err != nil || !c.Tracing {
+		t.Errorf("with an endpoint: got Tracing %v, %v; want true", c.Tracing, err)
+	}
+	if c, err := parse(t, nil); err != nil || c.Tracing {
+		t.Errorf("without: got Tracing %v, %v; want false", c.Tracing, err)
+	}
+	if _, err := parse(t, map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"}); err == nil {
+		t.Error("an unknown sampler: got no error")
 	}
 }

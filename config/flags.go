@@ -3,6 +3,8 @@ package config
 import (
 	"errors"
 	"flag"
+	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -101,7 +103,7 @@ func (c *Config) serverFlags(fs *flag.FlagSet) {
 // that serve applies to every operation and documents add to the documents it lists.
 func (c *Config) graphqlFlags(fs *flag.FlagSet) {
 	g := &c.GraphQL
-	fs.TextVar(&g.DocumentsMode, "documents", g.DocumentsMode, "which GraphQL documents run: any (any text, automatic persisted queries, and listed documents by id), listed (only documents listed with petstore documents add, by id or as their exact text) or ids (only listed documents, by id)")
+	fs.Var(choice{&g.DocumentsMode, DocumentsModes}, "documents", "which GraphQL documents run: any (any text, automatic persisted queries, and listed documents by id), listed (only documents listed with petstore documents add, by id or as their exact text) or ids (only listed documents, by id)")
 	fs.IntVar(&g.ComplexityLimit, "graphql-complexity-limit", g.ComplexityLimit, "most a GraphQL operation may cost; list fields cost their page size times their elements (negative: off)")
 	fs.IntVar(&g.DepthLimit, "graphql-depth-limit", g.DepthLimit, "deepest field nesting of a GraphQL operation (negative: off)")
 	fs.IntVar(&g.TokenLimit, "graphql-token-limit", g.TokenLimit, "most tokens in a GraphQL document (negative: off)")
@@ -160,6 +162,34 @@ func (b *byteSize) Set(v string) error {
 
 // Get returns the size, for the flag package.
 func (b *byteSize) Get() any { return *b }
+
+// choice is a string that takes one of a few values.
+type choice struct {
+	value  *string
+	values []string
+}
+
+// String returns the value.
+func (c choice) String() string {
+	if c.value == nil { // the flag package's zero Value
+		return ""
+	}
+	return *c.value
+}
+
+// Set takes v if it is one of the values, or says which they are: "must be any, listed or
+// ids; got "all"".
+func (c choice) Set(v string) error {
+	if !slices.Contains(c.values, v) {
+		last := len(c.values) - 1
+		return fmt.Errorf("must be %s or %s; got %q", strings.Join(c.values[:last], ", "), c.values[last], v)
+	}
+	*c.value = v
+	return nil
+}
+
+// Get returns the value, for the flag package.
+func (c choice) Get() any { return *c.value }
 
 // listVar defines a flag holding a comma-separated list.
 func listVar(fs *flag.FlagSet, list *[]string, name, usage string) {

@@ -8,7 +8,7 @@ import (
 // TestGroups: Register defines the flags of the groups it is given, and those alone.
 func TestGroups(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	c := Default()
+	var c Config
 	c.Register(fs, Logs|Database)
 	for name, want := range map[string]bool{"db": true, "db-timeout": true, "log-level": true, "env": false, "addr": false, "key-cache-ttl": false} {
 		if got := fs.Lookup(name) != nil; got != want {

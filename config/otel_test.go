@@ -41,16 +41,3 @@ func TestTracingFromEnv(t *testing.T) {
 		})
 	}
 }
-
-// TestParseReadsTracing checks that Parse sets Tracing, and refuses what TracingFromEnv refuses.
-func TestParseReadsTracing(t *testing.T) {
-	if c, err := parse(t, map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"}); err != nil || !c.Tracing {
-		t.Errorf("with an endpoint: got Tracing %v, %v; want true", c.Tracing, err)
-	}
-	if c, err := parse(t, nil); err != nil || c.Tracing {
-		t.Errorf("without: got Tracing %v, %v; want false", c.Tracing, err)
-	}
-	if _, err := parse(t, map[string]string{"OTEL_TRACES_SAMPLER": "sometimes"}); err == nil {
-		t.Error("an unknown sampler: got no error")
-	}
-}

@@ -1,9 +1,11 @@
-package config
+package config_test
 
 import (
 	"slices"
 	"strings"
 	"testing"
+
+	"petstore/config"
 )
 
 func TestParseRedisURL(t *testing.T) {
@@ -11,31 +13,33 @@ func TestParseRedisURL(t *testing.T) {
 		url   string
 		kind  string
 		addrs []string
-		check func(RedisTarget) bool
+		check func(config.RedisTarget) bool
 	}{
-		{"redis://127.0.0.1:6379/2", RedisNode, []string{"127.0.0.1:6379"},
-			func(r RedisTarget) bool { return r.Node.DB == 2 }},
-		{"redis://:s3cret@cache:6380/0?dial_timeout=2s", RedisNode, []string{"cache:6380"},
-			func(r RedisTarget) bool { return r.Node.Password == "s3cret" && r.Node.DialTimeout.Seconds() == 2 }},
-		{"redis://a:7000?addr=b:7001&addr=c:7002", RedisCluster, []string{"a:7000", "b:7001", "c:7002"}, nil},
-		{"redis://app:pw@cfg.cache:6379?cluster=true", RedisCluster, []string{"cfg.cache:6379"},
-			func(r RedisTarget) bool { return r.Cluster.Username == "app" && r.Cluster.Password == "pw" }},
-		{"rediss://a:7000/0?addr=b:7001", RedisCluster, []string{"a:7000", "b:7001"},
-			func(r RedisTarget) bool { return r.Cluster.TLSConfig != nil }},
-		{"redis://s1:26379/1?master_name=mymaster&addr=s2:26379&password=pw", RedisSentinel, []string{"s1:26379", "s2:26379"},
-			func(r RedisTarget) bool {
+		{"redis://127.0.0.1:6379/2", config.RedisNode, []string{"127.0.0.1:6379"},
+			func(r config.RedisTarget) bool { return r.Node.DB == 2 }},
+		{"redis://:s3cret@cache:6380/0?dial_timeout=2s", config.RedisNode, []string{"cache:6380"},
+			func(r config.RedisTarget) bool {
+				return r.Node.Password == "s3cret" && r.Node.DialTimeout.Seconds() == 2
+			}},
+		{"redis://a:7000?addr=b:7001&addr=c:7002", config.RedisCluster, []string{"a:7000", "b:7001", "c:7002"}, nil},
+		{"redis://app:pw@cfg.cache:6379?cluster=true", config.RedisCluster, []string{"cfg.cache:6379"},
+			func(r config.RedisTarget) bool { return r.Cluster.Username == "app" && r.Cluster.Password == "pw" }},
+		{"rediss://a:7000/0?addr=b:7001", config.RedisCluster, []string{"a:7000", "b:7001"},
+			func(r config.RedisTarget) bool { return r.Cluster.TLSConfig != nil }},
+		{"redis://s1:26379/1?master_name=mymaster&addr=s2:26379&password=pw", config.RedisSentinel, []string{"s1:26379", "s2:26379"},
+			func(r config.RedisTarget) bool {
 				return r.Sentinel.MasterName == "mymaster" && r.Sentinel.DB == 1 && r.Sentinel.Password == "pw"
 			}},
-		{"redis://127.0.0.1:6379?cluster=false", RedisNode, []string{"127.0.0.1:6379"}, nil},
+		{"redis://127.0.0.1:6379?cluster=false", config.RedisNode, []string{"127.0.0.1:6379"}, nil},
 	}
 	for _, tt := range tests {
-		got, err := ParseRedisURL(tt.url)
+		got, err := config.ParseRedisURL(tt.url)
 		if err != nil {
-			t.Errorf("ParseRedisURL(%q): %v", tt.url, err)
+			t.Errorf("config.ParseRedisURL(%q): %v", tt.url, err)
 			continue
 		}
 		if got.Kind != tt.kind || !slices.Equal(got.Addrs(), tt.addrs) || (tt.check != nil && !tt.check(got)) {
-			t.Errorf("ParseRedisURL(%q): got %s %v (%+v %+v %+v); want %s %v", tt.url, got.Kind, got.Addrs(),
+			t.Errorf("config.ParseRedisURL(%q): got %s %v (%+v %+v %+v); want %s %v", tt.url, got.Kind, got.Addrs(),
 				got.Node, got.Cluster, got.Sentinel, tt.kind, tt.addrs)
 		}
 	}

@@ -30,7 +30,7 @@ var notSettings = []string{"PETSTORE_TEST_", "PETSTORE_KEY="}
 func UnknownVariables(environ []string) []Unknown {
 	known := map[string]bool{}
 	fs := flag.NewFlagSet("", flag.ContinueOnError)
-	c := Default()
+	var c Config // the names alone matter
 	c.Register(fs, All)
 	fs.VisitAll(func(f *flag.Flag) { known[EnvName(f.Name)] = true })
 	var unknown []Unknown

@@ -6,21 +6,15 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"petstore/webhooks"
 )
 
-// Webhooks are the settings of webhook deliveries (package webhooks).
+// Webhooks are the settings of webhook deliveries.
 type Webhooks struct {
 	Schedule     []time.Duration // waits before each retry of a failed delivery
 	Timeout      time.Duration   // a receiver's 2xx must come within it
 	AllowPrivate bool            // deliveries may go to private addresses, and over plain http
 	SecretGrace  time.Duration   // how long a rotated secret still signs
-}
-
-// defaultWebhooks are the webhook settings by default.
-func defaultWebhooks() Webhooks {
-	return Webhooks{Schedule: webhooks.DefaultSchedule, Timeout: 15 * time.Second, SecretGrace: webhooks.DefaultGrace}
+	Deliver      bool            // this instance runs a dispatcher: queues and sends deliveries
 }
 
 // webhookFlags defines the flags of the webhook settings (the Server group).
@@ -30,6 +24,7 @@ func (c *Config) webhookFlags(fs *flag.FlagSet) {
 	fs.DurationVar(&w.Timeout, "webhook-timeout", w.Timeout, "how long a webhook receiver may take to answer a delivery with a 2xx")
 	fs.BoolVar(&w.AllowPrivate, "webhook-allow-private", w.AllowPrivate, "let webhook endpoints be private, loopback or link-local addresses, over plain http too: development and tests only")
 	fs.DurationVar(&w.SecretGrace, "webhook-secret-grace", w.SecretGrace, "how long a rotated webhook secret still signs each delivery beside the new one")
+	fs.BoolVar(&w.Deliver, "webhook-deliver", w.Deliver, "queue and send webhook deliveries from this instance; false leaves them to the instances where it is true, of which one at least must run")
 }
 
 // validate reports the first webhook setting that cannot work.

@@ -1,10 +1,13 @@
-package config
+package config_test
 
 import (
+	"flag"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"petstore/config"
 )
 
 func TestWebhookSettings(t *testing.T) {
@@ -12,7 +15,9 @@ func TestWebhookSettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := (*durationList)(&d.Webhooks.Schedule).String(); got != "5s,5m,30m,2h,5h,10h,10h" || d.Webhooks.AllowPrivate || d.Webhooks.Timeout != 15*time.Second {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	d.Register(fs, config.All)
+	if got := fs.Lookup("webhook-retry-schedule").DefValue; got != "5s,5m,30m,2h,5h,10h,10h" || d.Webhooks.AllowPrivate || d.Webhooks.Timeout != 15*time.Second {
 		t.Errorf("defaults: got schedule %s, %+v", got, d.Webhooks)
 	}
 	c, err := parse(t, map[string]string{"PETSTORE_WEBHOOK_RETRY_SCHEDULE": " 1s, 90s ,", "PETSTORE_WEBHOOK_ALLOW_PRIVATE": "true"})

@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 	"gorm.io/gorm"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/rest"
 	"petstore/testkit/dbtest"
 )
@@ -124,8 +124,8 @@ func BenchmarkListPets(b *testing.B) {
 func BenchmarkListPetsLimiter(b *testing.B) {
 	db := dbtest.New(b, "sqlite")
 	rdb, prefix := dbtest.Redis(b)
-	cfg := config.Default()
-	cfg.RateLimit.RedisKeyPrefix = prefix
+	cfg := app.DefaultConfig()
+	cfg.RedisKeyPrefix = prefix
 	api := &testAPI{db: db, cfg: cfg}
 	key := api.createKey(b, auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40})
 	seed(b, newInstance(b, cfg, db, nil), key, 20)

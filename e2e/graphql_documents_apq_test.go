@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/documents"
 	"petstore/graph"
 	"petstore/testkit/dbtest"
@@ -24,9 +24,9 @@ func TestDocumentsAPQKeyCase(t *testing.T) {
 	evil := `{ pets(limit: 100) { id name } }`
 	hash := documents.Hash(evil)
 	handler := func(mode graph.DocumentsMode) *testAPI {
-		cfg := config.Default()
-		cfg.RateLimit.RedisKeyPrefix = prefix
-		cfg.GraphQL.DocumentsMode = mode
+		cfg := app.DefaultConfig()
+		cfg.RedisKeyPrefix = prefix
+		cfg.GraphQL.DocumentsMode = string(mode)
 		h, err := newHandler(cfg, db, rdb)
 		if err != nil {
 			t.Fatal(err)

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/documents"
 	"petstore/graph"
 	"petstore/store"
@@ -119,8 +119,8 @@ func TestDocumentsAttacksHTTP(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		listAttackDocuments(t, db)
 		for _, mode := range []graph.DocumentsMode{graph.DocumentsListed, graph.DocumentsIDs} {
-			cfg := config.Default()
-			cfg.GraphQL.DocumentsMode = mode
+			cfg := app.DefaultConfig()
+			cfg.GraphQL.DocumentsMode = string(mode)
 			api := newTestAPIConfig(t, db, cfg)
 			awayFromMinuteEdge(t)
 			left := -1

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/documents"
 	"petstore/graph"
 	"petstore/testkit/dbtest"
@@ -45,8 +45,8 @@ func BenchmarkTrustedDocuments(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			cfg := config.Default()
-			cfg.GraphQL.DocumentsMode = c.mode
+			cfg := app.DefaultConfig()
+			cfg.GraphQL.DocumentsMode = string(c.mode)
 			api := newTestAPIConfig(b, db, cfg)
 			key := api.createKey(b, auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 40, PerDay: 1 << 40})
 			seed(b, api.h, key, 20)

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/graph"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -36,7 +36,7 @@ query G { x: pet(id: 1) { id } }`
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { _ = db.Close() })
-			api := newTestAPIConfig(t, db, config.Default())
+			api := newTestAPIConfig(t, db, app.DefaultConfig())
 			for _, s := range []bool{false, true} {
 				for _, n := range []int{1, 100, 1000} {
 					vars := `{"s":` + strconv.FormatBool(s) + `,"n":` + strconv.Itoa(n) + `}`

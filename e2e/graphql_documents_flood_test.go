@@ -8,7 +8,7 @@ import (
 
 	"gorm.io/gorm"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/documents"
 	"petstore/graph"
 	"petstore/store"
@@ -21,8 +21,8 @@ import (
 func TestDocumentsUnknownIDFlood(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		listDocuments(t, db)
-		cfg := config.Default()
-		cfg.GraphQL.DocumentsMode = graph.DocumentsIDs
+		cfg := app.DefaultConfig()
+		cfg.GraphQL.DocumentsMode = string(graph.DocumentsIDs)
 		api := newTestAPIConfig(t, db, cfg)
 		var reads atomic.Int64
 		count := func(tx *gorm.DB) {

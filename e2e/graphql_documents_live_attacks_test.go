@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/graph"
 	"petstore/testkit/dbtest"
 )
@@ -23,8 +23,8 @@ func TestDocumentsLiveAttacks(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	listDocuments(t, db)
-	cfg := config.Default()
-	cfg.GraphQL.DocumentsMode = graph.DocumentsListed
+	cfg := app.DefaultConfig()
+	cfg.GraphQL.DocumentsMode = string(graph.DocumentsListed)
 	s := newLiveServer(t, db, nil, cfg, "business")
 	listed := `subscription Added { petAdded { pet { id name } } }`
 	attacks := map[string]struct{ payload, code string }{

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/graph"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -22,8 +22,8 @@ func TestDocumentsOverWebSocketAndSSE(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
 	listDocuments(t, db)
-	cfg := config.Default()
-	cfg.GraphQL.DocumentsMode = graph.DocumentsIDs
+	cfg := app.DefaultConfig()
+	cfg.GraphQL.DocumentsMode = string(graph.DocumentsIDs)
 	s := newLiveServer(t, db, nil, cfg, "business")
 
 	w := s.connect(t, s.key)
@@ -128,8 +128,8 @@ func TestDocumentsSharedByInstances(t *testing.T) {
 		if _, err := db.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		cfg := config.Default()
-		cfg.GraphQL.DocumentsMode = graph.DocumentsIDs
+		cfg := app.DefaultConfig()
+		cfg.GraphQL.DocumentsMode = string(graph.DocumentsIDs)
 		s := newLiveServer(t, db, nil, cfg, "business")
 		t.Cleanup(s.svc.Background(context.Background()))
 		insts = append(insts, s)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/graph"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -26,13 +26,13 @@ import (
 func TestDocumentsFromClientTools(t *testing.T) {
 	t.Parallel()
 	node, modules := nodeTool(t, "trusted-docs", os.Getenv("CI") == "true", "tools/trusted-docs/run.sh")
-	app, out := filepath.Dir(modules), t.TempDir()
+	appDir, out := filepath.Dir(modules), t.TempDir()
 	env := append(os.Environ(), "TRUSTED_DOCS_OUT="+out)
 	for _, tool := range [][]string{
 		{filepath.Join(modules, ".bin", "graphql-codegen"), "--config", "codegen.cjs"},
 		{filepath.Join(modules, ".bin", "generate-persisted-query-manifest"), "--config", "persisted-query-manifest.config.cjs"},
 	} {
-		runNode(t, app, env, node, tool...)
+		runNode(t, appDir, env, node, tool...)
 	}
 	codegen, apollo := filepath.Join(out, "gql", "persisted-documents.json"), filepath.Join(out, "persisted-query-manifest.json")
 
@@ -45,8 +45,8 @@ func TestDocumentsFromClientTools(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = db.Close() })
-	cfg := config.Default()
-	cfg.GraphQL.DocumentsMode = graph.DocumentsIDs
+	cfg := app.DefaultConfig()
+	cfg.GraphQL.DocumentsMode = string(graph.DocumentsIDs)
 	s := newLiveServer(t, db, nil, cfg, "business")
 
 	var ids map[string]string
@@ -71,7 +71,7 @@ func TestDocumentsFromClientTools(t *testing.T) {
 		}
 	}
 
-	got := runNode(t, app, append(env, "PETSTORE_URL="+s.url+"/v1", "PETSTORE_KEY="+s.key), node, "run.mjs")
+	got := runNode(t, appDir, append(env, "PETSTORE_URL="+s.url+"/v1", "PETSTORE_KEY="+s.key), node, "run.mjs")
 	want := "created Trusted\ngot Trusted\nlisted 1\nsent POST without text\nsent GET without text\nsent GET without text"
 	if got != want {
 		t.Fatalf("Apollo Client by id:\n%s\nwant:\n%s", got, want)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/documents"
 	"petstore/graph"
 	"petstore/store"
@@ -166,8 +166,8 @@ func TestDocumentsModes(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		listDocuments(t, db)
 		for _, mode := range []graph.DocumentsMode{graph.DocumentsAny, graph.DocumentsListed, graph.DocumentsIDs} {
-			cfg := config.Default()
-			cfg.GraphQL.DocumentsMode = mode
+			cfg := app.DefaultConfig()
+			cfg.GraphQL.DocumentsMode = string(mode)
 			api := newTestAPIConfig(t, db, cfg)
 			for _, c := range cases {
 				want, ok := c.want[mode]
@@ -185,8 +185,8 @@ func TestDocumentsModes(t *testing.T) {
 // TestDocumentsAnswerJSON: a refusal's status does not depend on the media type asked for.
 func TestDocumentsAnswerJSON(t *testing.T) {
 	db := dbtestSQLite(t)
-	cfg := config.Default()
-	cfg.GraphQL.DocumentsMode = graph.DocumentsIDs
+	cfg := app.DefaultConfig()
+	cfg.GraphQL.DocumentsMode = string(graph.DocumentsIDs)
 	api := newTestAPIConfig(t, db, cfg)
 	for _, accept := range []string{"application/json", "application/graphql-response+json"} {
 		req := post("/v1/graphql", `{"query":"{ pets { id } }"}`)
@@ -204,8 +204,8 @@ func TestDocumentsPlaygroundNotice(t *testing.T) {
 	for mode, want := range map[graph.DocumentsMode]string{
 		graph.DocumentsAny: "", graph.DocumentsListed: "QUERY_NOT_IN_SAFELIST", graph.DocumentsIDs: "PERSISTED_QUERY_ID_REQUIRED",
 	} {
-		cfg := config.Default()
-		cfg.GraphQL.DocumentsMode = mode
+		cfg := app.DefaultConfig()
+		cfg.GraphQL.DocumentsMode = string(mode)
 		api := newTestAPIConfig(t, db, cfg)
 		resp := api.do(t, request{method: http.MethodGet, path: "/v1/playground", noAuth: true})
 		notice := strings.Contains(resp.body, `class="notice"`)

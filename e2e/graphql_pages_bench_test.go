@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -28,7 +28,7 @@ func BenchmarkGraphQLPages(b *testing.B) {
 		db := dbtest.New(b, dialect)
 		var seeded bool
 		for _, cache := range []string{"cache-on", "cache-off"} {
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			if cache == "cache-off" {
 				cfg.PageCacheBytes = 0
 			}

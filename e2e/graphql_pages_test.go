@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/models"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -25,7 +25,7 @@ func TestGraphQLPagesMatchREST(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, cached := range []bool{true, false} {
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			if !cached {
 				cfg.PageCacheBytes = 0
 			}

@@ -42,7 +42,7 @@ func forEachStore(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 
 func newTestAPI(t testing.TB, db *store.DB) *testAPI {
 	t.Helper()
-	return newTestAPIConfig(t, db, config.Default())
+	return newTestAPIConfig(t, db, app.DefaultConfig())
 }
 
 // newTestAPIConfig is newTestAPI with the settings of cfg.
@@ -61,24 +61,24 @@ func newTestAPIConfig(t testing.TB, db *store.DB, cfg config.Config) *testAPI {
 // time from clock.
 func newTestAPIClock(t *testing.T, db *store.DB, clock func() time.Time) *testAPI {
 	t.Helper()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	deps := newDeps(t, cfg, db, nil)
 	var err error
-	if deps.Limit, err = ratelimit.New(cfg.RateLimit, ratelimit.NewMemoryCounters(clock)); err != nil {
+	if deps.Limit, err = ratelimit.New(ratelimit.DefaultConfig(), ratelimit.NewMemoryCounters(clock)); err != nil {
 		t.Fatal(err)
 	}
 	h := rest.NewRouter(deps)
 	return &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 }
 
-// newHandler returns the service's whole HTTP handler (app.New) without tracing.
-func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient) (http.Handler, error) {
-	return newTracedHandler(cfg, db, rdb, nil)
+// newHandler returns the service's whole HTTP handler (app.New, with opts) without tracing.
+func newHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, opts ...app.Option) (http.Handler, error) {
+	return newTracedHandler(cfg, db, rdb, nil, opts...)
 }
 
 // newTracedHandler is newHandler traced by tr.
-func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer) (http.Handler, error) {
-	svc, err := app.New(cfg, db, rdb, tr)
+func newTracedHandler(cfg config.Config, db *store.DB, rdb redis.UniversalClient, tr *tracing.Tracer, opts ...app.Option) (http.Handler, error) {
+	svc, err := app.New(cfg, db, rdb, tr, opts...)
 	if err != nil {
 		return nil, err
 	}
@@ -109,7 +109,7 @@ func validator(t testing.TB, h http.Handler) *apitest.Validator {
 
 func (api *testAPI) createKey(t testing.TB, spec auth.KeySpec) string {
 	t.Helper()
-	key, _, err := auth.CreateKey(context.Background(), api.db.DB, api.cfg.KeyPrefix(), spec)
+	key, _, err := auth.CreateKey(context.Background(), api.db.DB, auth.PrefixFor(api.cfg.Env), spec)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,7 +16,6 @@ import (
 	"testing"
 
 	"petstore/app"
-	"petstore/config"
 	"petstore/internal/version"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -31,7 +30,7 @@ func statusWith(t *testing.T, dsn, key string) int {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	h, err := newHandler(config.Default(), db, nil)
+	h, err := newHandler(app.DefaultConfig(), db, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

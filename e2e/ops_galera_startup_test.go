@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
 	"petstore/idempotency"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -56,7 +55,6 @@ func TestGaleraStartTogether(t *testing.T) {
 	if _, err := runAs([]string{"PETSTORE_DB=" + migrate}, "migrate", "up"); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
 	dbs := make([]*store.DB, len(g.Nodes))
 	for i, node := range g.Nodes {
 		db, err := store.Open(context.Background(), atNode(serve, node), store.DefaultPool)
@@ -100,7 +98,7 @@ func TestGaleraStartTogether(t *testing.T) {
 	defer cancel()
 	var purgers sync.WaitGroup
 	for i := range 2 {
-		c := cfg.Idempotency()
+		c := idempotency.DefaultConfig() // the TTL and statement timeout of the default settings
 		c.PurgeBatch = 100
 		s, err := idempotency.New(dbs[i].DB, c)
 		if err != nil {

@@ -18,8 +18,8 @@ import (
 	mysqldriver "github.com/go-sql-driver/mysql"
 	"gorm.io/gorm"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -93,7 +93,7 @@ func TestOutageUnderLoad(t *testing.T) {
 	cut := outageLength(t)
 	quiet(t)
 	db, proxy := dbtest.Proxied(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	if cut < 3*auth.DefaultCacheTTL {
 		cfg.KeyCacheTTL = cut / 3
 	}
@@ -201,7 +201,7 @@ func outageLoad(t *testing.T, api *testAPI, cl outageClient, log *outageLog, pha
 		r.RemoteAddr = cl.addr
 		switch {
 		case cl.guess:
-			r.Header.Set("Authorization", "Bearer "+auth.NewKey(api.cfg.KeyPrefix()))
+			r.Header.Set("Authorization", "Bearer "+auth.NewKey(auth.PrefixFor(api.cfg.Env)))
 		case cl.key != "":
 			r.Header.Set("Authorization", "Bearer "+cl.key)
 		}

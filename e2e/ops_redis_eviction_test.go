@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -55,13 +55,13 @@ func TestRedisEviction(t *testing.T) {
 	r := dbtest.NewRedisServer(t, "--maxmemory", "4mb", "--maxmemory-policy", evictionPolicy)
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = r.URL()
 	cfg.TrustedProxies = []string{"127.0.0.1"}
 	s := sharedInstances(t, dbtest.New(t, "mysql"), cfg, 1)[0]
 	flooder := s.newKey(t, auth.Business.Name) // 1,000 a minute: room for the flood's queries
 	// Counted by its day, which a loaded machine's slow flood cannot cross as it could a minute.
-	watched, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(),
+	watched, _, err := auth.CreateKey(context.Background(), s.db.DB, auth.PrefixFor(s.cfg.Env),
 		auth.KeySpec{Plan: auth.Enterprise, PerMinute: 100000, PerDay: watchedLimit})
 	if err != nil {
 		t.Fatal(err)
@@ -136,7 +136,7 @@ func TestRedisKeys(t *testing.T) {
 	r := dbtest.NewRedisServer(t)
 	admin := redis.NewClient(&redis.Options{Addr: r.Addr})
 	defer admin.Close()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = r.URL()
 	s := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 1)[0]
 	w := s.connect(t, s.key)

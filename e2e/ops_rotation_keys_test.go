@@ -15,8 +15,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/live"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -134,9 +134,9 @@ var rotationPlan = []string{"keys", "create", "--plan", "enterprise", "--per-min
 func TestKeyRotation(t *testing.T) {
 	t.Parallel()
 	dsn := dbtest.DSN(t, "mysql")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = dbtest.RedisURL()
-	_, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+	_, cfg.RedisKeyPrefix = dbtest.Redis(t)
 	env := []string{"PETSTORE_DB=" + dsn}
 	idA, keyA := createdKey(t, petstoreCmd(t, env, append(rotationPlan, "--name", "rotation A")...))
 	db, err := store.Open(context.Background(), dsn, store.DefaultPool)

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/testkit/dbtest"
 )
 
@@ -19,8 +19,8 @@ import (
 // fresh database of dialect and one Redis, each running its background work, as Serve runs it.
 func cacheInstances(t *testing.T, dialect string) (a, b *liveServer) {
 	t.Helper()
-	cfg := config.Default()
-	_, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t) // skips or fails when unreachable; deleted at the end
+	cfg := app.DefaultConfig()
+	_, cfg.RedisKeyPrefix = dbtest.Redis(t) // skips or fails when unreachable; deleted at the end
 	cfg.RedisURL = dbtest.RedisURL()
 	insts := sharedInstances(t, dbtest.New(t, dialect), cfg, 2)
 	for _, inst := range insts {
@@ -118,7 +118,7 @@ func TestLatePetToldAcrossInstances(t *testing.T) {
 	a, b := cacheInstances(t, "mysql")
 	a.createPet(t, a.key, "first", "")
 	rdb, _ := dbtest.Redis(t)
-	channel := a.cfg.RateLimit.RedisKeyPrefix + "pages:late"
+	channel := a.cfg.RedisKeyPrefix + "pages:late"
 	within(t, 5*time.Second, "both instances listen for late pets", func() bool {
 		n, err := rdb.PubSubNumSub(context.Background(), channel).Result()
 		return err == nil && n[channel] == 2

@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -42,7 +42,7 @@ func galeraInstances(t *testing.T, params string) ([]*testAPI, *dbtest.Galera) {
 				t.Fatal(err)
 			}
 		}
-		api := newTestAPIConfig(t, db, config.Default())
+		api := newTestAPIConfig(t, db, app.DefaultConfig())
 		apis = append(apis, api)
 	}
 	// One key for all: made on node 1, it reaches the others by replication.

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"petstore/apierr"
-	"petstore/config"
+	"petstore/app"
 	"petstore/migrations"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -24,7 +24,7 @@ func TestPageWaitsForInFlightInsert(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	seeder := newTestAPI(t, db) // the default timeout: a loaded machine must not fail the seeding
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.DBTimeout = time.Second
 	api := newTestAPIConfig(t, db, cfg)
 	seedPets(t, seeder, 1) // pet 1
@@ -171,7 +171,7 @@ func TestStuckPageFreesItsServerThread(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
 	seeder := newTestAPI(t, db) // the default timeout: a loaded machine must not fail the seeding
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.DBTimeout = 500 * time.Millisecond
 	api := newTestAPIConfig(t, db, cfg)
 	seedPets(t, seeder, 1)

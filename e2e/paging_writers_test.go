@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/migrations"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -68,7 +68,7 @@ func newPagingRace(t *testing.T, db *store.DB) *pagingRace {
 	// The 23 writers and readers queue for the database (SQLite's one connection): on a busy
 	// machine one may wait past the default statement timeout and get 503, of which the ledger
 	// could not tell whether it stored the pet. The wait is not what this test checks.
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.DBTimeout = 30 * time.Second
 	api := newTestAPIConfig(t, db, cfg)
 	r := &pagingRace{

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -39,10 +39,10 @@ func forEachCounters(t *testing.T, fn func(t *testing.T, api *testAPI)) {
 	for _, tc := range []struct{ name, dialect string }{{"sqlite/in process", "sqlite"}, {"mysql/redis", "mysql"}} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			db, cfg := dbtest.New(t, tc.dialect), config.Default()
+			db, cfg := dbtest.New(t, tc.dialect), app.DefaultConfig()
 			var rdb *redis.Client
 			if tc.dialect == "mysql" {
-				rdb, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+				rdb, cfg.RedisKeyPrefix = dbtest.Redis(t)
 			}
 			h := newInstance(t, cfg, db, rdb)
 			fn(t, &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)})
@@ -191,15 +191,15 @@ func TestLiveOperationsChargedByCost(t *testing.T) {
 	for _, dialect := range []string{"sqlite", "mysql"} {
 		t.Run(dialect, func(t *testing.T) {
 			t.Parallel()
-			db, cfg := dbtest.New(t, dialect), config.Default()
+			db, cfg := dbtest.New(t, dialect), app.DefaultConfig()
 			var rdb redis.UniversalClient
 			if dialect == "mysql" {
 				var c *redis.Client
-				c, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+				c, cfg.RedisKeyPrefix = dbtest.Redis(t)
 				rdb = c
 			}
 			s := newLiveServer(t, db, rdb, cfg, "free")
-			key, _, err := auth.CreateKey(context.Background(), db.DB, cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 30, PerDay: 1000})
+			key, _, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(cfg.Env), auth.KeySpec{Plan: "enterprise", PerMinute: 30, PerDay: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}

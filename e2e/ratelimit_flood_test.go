@@ -18,6 +18,7 @@ import (
 	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
+	"petstore/ratelimit"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -163,10 +164,10 @@ func TestValidKeysServedDuringGuessFlood(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, limiter := range []string{"memory", "redis"} {
 			t.Run(limiter, func(t *testing.T) {
-				cfg := config.Default()
+				cfg := app.DefaultConfig()
 				var rdb redis.UniversalClient
 				if limiter == "redis" {
-					rdb, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+					rdb, cfg.RedisKeyPrefix = dbtest.Redis(t)
 				}
 				api := &testAPI{db: db, cfg: cfg}
 				keys := make([]string, natKeys)
@@ -238,7 +239,7 @@ func TestValidKeysServedDuringGuessFlood(t *testing.T) {
 				// The over-budget reads (their burst, then their rate), the set's refreshes (one a
 				// second), and one lookup for each valid key: the reads of keys' hashes.
 				secs := elapsed.Seconds()
-				over := float64(cfg.RateLimit.OverBudgetKeyReads)
+				over := float64(ratelimit.DefaultConfig().OverBudgetKeyReads)
 				if most := int64(over+over*secs+1+secs/auth.ListRefresh.Seconds()) + natKeys + 1 + 1; reads > most {
 					t.Errorf("key-table reads during the flood: got %d; want at most %d", reads, most)
 				}

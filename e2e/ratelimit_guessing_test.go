@@ -11,30 +11,33 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/apierr"
+	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
+	"petstore/ratelimit"
 	"petstore/rest"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
 
-// forEachLimiter runs fn on each store, with the rate limiter in process and in Redis, and the
-// settings of config.Default changed by set (when not nil). fn gets the real handler, whose key
-// is a fresh business key never sent yet, and the pool counting every statement on the database.
-func forEachLimiter(t *testing.T, set func(*config.Config), fn func(t *testing.T, api *testAPI, pool *countingPool)) {
+// forEachLimiter runs fn on each store, with the rate limiter in process and in Redis, making
+// reads over-budget key reads a second (ratelimit.Config.OverBudgetKeyReads), and the settings
+// of app.DefaultConfig changed by set (when not nil). fn gets the real handler, whose key is a
+// fresh business key never sent yet, and the pool counting every statement on the database.
+func forEachLimiter(t *testing.T, reads int, set func(*config.Config), fn func(t *testing.T, api *testAPI, pool *countingPool)) {
 	t.Helper()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, limiter := range []string{"memory", "redis"} {
 			t.Run(limiter, func(t *testing.T) {
-				cfg := config.Default()
+				cfg := app.DefaultConfig()
 				if set != nil {
 					set(&cfg)
 				}
 				var rdb *redis.Client
 				if limiter == "redis" {
-					rdb, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+					rdb, cfg.RedisKeyPrefix = dbtest.Redis(t)
 				}
-				h := newInstance(t, cfg, db, rdb)
+				h := newInstance(t, cfg, db, rdb, app.WithRateLimit(func(c *ratelimit.Config) { c.OverBudgetKeyReads = reads }))
 				api := &testAPI{h: h, db: db, cfg: cfg, v: validator(t, h)}
 				api.key = api.createKey(t, auth.KeySpec{Plan: "business"})
 				fn(t, api, countStatements(db.DB))
@@ -59,7 +62,7 @@ func guess(addr string) request {
 // first one its load), while a key in use at another address goes on working.
 func TestGuessesOverBudgetReadNoKeys(t *testing.T) {
 	const reads = 5
-	forEachLimiter(t, func(c *config.Config) { c.RateLimit.OverBudgetKeyReads = reads }, func(t *testing.T, api *testAPI, pool *countingPool) {
+	forEachLimiter(t, reads, nil, func(t *testing.T, api *testAPI, pool *countingPool) {
 		const guesser = "203.0.113.9:5000"
 		awayFromMinuteEdge(t)
 		anon := api.cfg.RateLimit.AnonymousPerMinute
@@ -104,7 +107,7 @@ func TestGuessesOverBudgetReadNoKeys(t *testing.T) {
 // over-budget reads last; once they are spent, it is refused like a guess, without a read, until
 // the set's next refresh (a second after the last, TestValidKeysServedDuringGuessFlood).
 func TestKnownKeysSkipTheGate(t *testing.T) {
-	forEachLimiter(t, func(c *config.Config) { c.KeyCacheTTL = time.Nanosecond; c.RateLimit.OverBudgetKeyReads = 2 },
+	forEachLimiter(t, 2, func(c *config.Config) { c.KeyCacheTTL = time.Nanosecond },
 		func(t *testing.T, api *testAPI, pool *countingPool) {
 			const addr = "203.0.113.10:5000"
 			awayFromMinuteEdge(t) // the address stays over its budget of this minute
@@ -164,7 +167,7 @@ func (noGate) Gate(*gin.Context) {}
 // without it (a key-table read first).
 func BenchmarkGuessOverBudget(b *testing.B) {
 	db := dbtest.New(b, "sqlite")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	for _, gate := range []bool{true, false} {
 		b.Run(map[bool]string{true: "gate", false: "nogate"}[gate], func(b *testing.B) {
 			deps := newDeps(b, cfg, db, nil)
@@ -197,7 +200,7 @@ func BenchmarkGuessOverBudget(b *testing.B) {
 // would read keys without limit for as long as Redis is down.
 func TestGuessesReadNoKeysWhileRedisFailsClosed(t *testing.T) {
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		cfg := config.Default()
+		cfg := app.DefaultConfig()
 		cfg.RateLimit.FailOpen = false
 		down := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1", MaxRetries: -1, DialerRetries: 1})
 		t.Cleanup(func() { _ = down.Close() })

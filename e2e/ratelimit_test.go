@@ -16,6 +16,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
 	"petstore/internal/jsonbody"
@@ -81,8 +82,8 @@ func TestUnauthenticatedTrafficIsLimitedByAddress(t *testing.T) {
 func TestTwoInstancesShareOneBudget(t *testing.T) {
 	db := dbtest.New(t, "mysql")
 	rdb, prefix := dbtest.Redis(t)
-	cfg := config.Default()
-	cfg.RateLimit.RedisKeyPrefix = prefix
+	cfg := app.DefaultConfig()
+	cfg.RedisKeyPrefix = prefix
 	instances := []http.Handler{newInstance(t, cfg, db, rdb), newInstance(t, cfg, db, rdb)}
 	api := &testAPI{db: db, cfg: cfg}
 	key := api.createKey(t, auth.KeySpec{Plan: "enterprise", PerMinute: 40, PerDay: 1000})
@@ -117,13 +118,13 @@ func TestTwoInstancesShareOneBudget(t *testing.T) {
 
 // newInstance returns the handler of an instance with its limiter in rdb, or in process when
 // rdb is nil.
-func newInstance(t testing.TB, cfg config.Config, db *store.DB, rdb *redis.Client) http.Handler {
+func newInstance(t testing.TB, cfg config.Config, db *store.DB, rdb *redis.Client, opts ...app.Option) http.Handler {
 	t.Helper()
 	var client redis.UniversalClient // nil, not a nil *redis.Client, when rdb is nil
 	if rdb != nil {
 		client = rdb
 	}
-	h, err := newHandler(cfg, db, client)
+	h, err := newHandler(cfg, db, client, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,7 +197,7 @@ func TestUnmatchedV1AnswersAreCharged(t *testing.T) {
 // without them (the OpenAPI document, the playground page and its assets, CORS preflights) carry
 // none.
 func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
 	headers := []string{"X-RateLimit-Limit", "X-RateLimit-Remaining", "X-RateLimit-Reset", "RateLimit", "RateLimit-Policy"}
@@ -260,7 +261,7 @@ func TestRateLimitHeadersOnOddAnswers(t *testing.T) {
 // anonymous budget and its own address in the log line; a peer that is not a trusted proxy
 // is its own client, whatever X-Forwarded-For says.
 func TestClientAddressBehindProxy(t *testing.T) {
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.TrustedProxies = []string{"10.0.0.0/8"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
 	var logged bytes.Buffer

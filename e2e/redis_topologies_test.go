@@ -17,7 +17,6 @@ import (
 
 	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -28,7 +27,7 @@ import (
 func TestRedisClusterService(t *testing.T) {
 	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = c.URL()
 	db := dbtest.New(t, "sqlite")
 	var apis []*testAPI
@@ -146,7 +145,7 @@ func TestOpenRedisChecks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			cfg.RedisURL, cfg.RateLimit.FailOpen = tt.url, tt.failOpen
 			rdb, err := app.OpenRedis(context.Background(), cfg)
 			if rdb != nil {
@@ -187,7 +186,7 @@ func freeAddr(t *testing.T) string {
 func TestRedisSentinelService(t *testing.T) {
 	t.Parallel()
 	s := dbtest.NewRedisSentinel(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = s.URL()
 	rdb, err := app.OpenRedis(context.Background(), cfg)
 	if err != nil {

@@ -6,14 +6,14 @@ import (
 	"strings"
 	"testing"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 )
 
 func TestCORS(t *testing.T) {
 	t.Parallel()
 	db := dbtestSQLite(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	h, err := newHandler(cfg, db, nil)
 	if err != nil {
@@ -61,7 +61,7 @@ func TestCORS(t *testing.T) {
 		}
 	})
 	t.Run("no origins configured", func(t *testing.T) {
-		plain, err := newHandler(config.Default(), db, nil)
+		plain, err := newHandler(app.DefaultConfig(), db, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

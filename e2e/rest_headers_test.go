@@ -7,7 +7,7 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 )
 
 // TestAnswerLength checks that JSON answers over HTTP carry their Content-Length and are not
@@ -49,7 +49,7 @@ func TestAnswerLength(t *testing.T) {
 // part of the service writes it.
 func TestNoSniffOnEveryAnswer(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
 	preflight := request{method: http.MethodOptions, path: "/v1/pets", noAuth: true, header: http.Header{

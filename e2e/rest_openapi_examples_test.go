@@ -19,8 +19,8 @@ import (
 	"github.com/gin-gonic/gin"
 
 	"petstore/apierr"
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/migrations"
 	"petstore/rest"
 	"petstore/testkit/dbtest"
@@ -255,7 +255,7 @@ func databaseCut(req request) func(*testing.T) response {
 // dependency fails (listOrders reads no database), which the router's recovery answers.
 func panicking(req request) func(*testing.T) response {
 	return func(t *testing.T) response {
-		cfg, db := config.Default(), dbtestSQLite(t)
+		cfg, db := app.DefaultConfig(), dbtestSQLite(t)
 		deps := newDeps(t, cfg, db, nil)
 		deps.Limit = panicOnAnswer{deps.Limit}
 		h := rest.NewRouter(deps)

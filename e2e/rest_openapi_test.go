@@ -6,13 +6,13 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 )
 
 // TestOpenAPIDocumentNamesTheDeployment: the served document lists the configured base
 // addresses as its servers and gives the configured contact.
 func TestOpenAPIDocumentNamesTheDeployment(t *testing.T) {
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.PublicURL, cfg.StagingURL = "https://pets.example.org/api/v1", "https://pets-staging.example.org/api/v1"
 	cfg.ContactEmail, cfg.ContactURL = "pets@example.org", "https://example.org/pets/help"
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"petstore/config"
+	"petstore/app"
 )
 
 // Cache-Control of the answers: a page that another follows and a single pet never change
@@ -166,7 +166,7 @@ func TestConditionalGetPet(t *testing.T) {
 // change behind the API's back) and /metrics has no page cache; validators still work.
 func TestPageCacheOff(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.PageCacheBytes = 0
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
 	for range 3 {

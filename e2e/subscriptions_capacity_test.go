@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/live"
 	"petstore/live/wire"
 	"petstore/testkit/dbtest"
@@ -24,7 +24,7 @@ import (
 // freed is taken again.
 func TestLiveCapacity(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.LiveConnectionsMax, cfg.WSPendingMax = 5, 2
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
 	var pending []*wsClient
@@ -97,7 +97,7 @@ func refusedAtCapacity(t *testing.T, s *liveServer, what string, open func() *ht
 // trickle does not stretch the wait.
 func TestPendingSocketTimesOutFromItsUpgrade(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "free")
 	c, br := rawUpgrade(t, strings.TrimPrefix(s.url, "http://"), "127.0.0.1")
 	upgraded := time.Now()
 	time.Sleep(wire.InitTimeout - time.Second)

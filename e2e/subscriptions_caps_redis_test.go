@@ -11,7 +11,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/live"
 	"petstore/live/conns"
 	"petstore/testkit/dbtest"
@@ -29,7 +29,7 @@ func TestSubscriptionCapsRedisDown(t *testing.T) {
 		t.Run(map[bool]string{true: "fail open", false: "fail closed"}[failOpen], func(t *testing.T) {
 			r := dbtest.NewRedisServer(t)
 			db := dbtest.New(t, "sqlite")
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			cfg.RedisURL = r.URL()
 			cfg.RateLimit.FailOpen = failOpen
 			insts := sharedInstances(t, db, cfg, 2)
@@ -148,7 +148,7 @@ func TestSubscriptionCapsRedisLosesData(t *testing.T) {
 	r := dbtest.NewRedisServer(t)
 	rdb := redis.NewClient(&redis.Options{Addr: r.Addr})
 	t.Cleanup(func() { _ = rdb.Close() })
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = r.URL()
 	insts := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 2)
 	a, b := insts[0], insts[1]

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/live"
 	"petstore/live/conns"
 	"petstore/store"
@@ -24,7 +24,7 @@ import (
 func TestSubscriptionCaps(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "free")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "free")
 	w := s.connect(t, s.key)
 	w.subscribe("1", "")
 	w.subscribe("2", "")
@@ -60,9 +60,9 @@ func TestSubscriptionCapsAcrossInstances(t *testing.T) {
 	t.Run("single", func(t *testing.T) {
 		dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 			_, prefix := dbtest.Redis(t) // its keys are deleted at the end
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			cfg.RedisURL = dbtest.RedisURL()
-			cfg.RateLimit.RedisKeyPrefix = prefix
+			cfg.RedisKeyPrefix = prefix
 			insts := sharedInstances(t, db, cfg, 2)
 			capsAcrossTwo(t, insts[0], insts[1], insts[0].newKey(t, "free"))
 			concurrentOpens(t, insts, insts[0].newKey(t, "free"))
@@ -70,19 +70,19 @@ func TestSubscriptionCapsAcrossInstances(t *testing.T) {
 	})
 	t.Run("cluster", func(t *testing.T) {
 		c := dbtest.NewRedisCluster(t)
-		cfg := config.Default()
+		cfg := app.DefaultConfig()
 		cfg.RedisURL = c.URL()
-		cfg.RateLimit.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
+		cfg.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
 		db := dbtest.New(t, "sqlite")
 		insts := sharedInstances(t, db, cfg, 2)
 		client := c.Client(t)
 		nodes := map[string]bool{}
 		for range 4 {
-			key, rec, err := auth.CreateKey(context.Background(), db.DB, cfg.KeyPrefix(), auth.KeySpec{Plan: "free"})
+			key, rec, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(cfg.Env), auth.KeySpec{Plan: "free"})
 			if err != nil {
 				t.Fatal(err)
 			}
-			node, err := client.MasterForKey(context.Background(), fmt.Sprintf("{%slive:k:%d}", cfg.RateLimit.RedisKeyPrefix, rec.ID))
+			node, err := client.MasterForKey(context.Background(), fmt.Sprintf("{%slive:k:%d}", cfg.RedisKeyPrefix, rec.ID))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -162,9 +162,9 @@ func concurrentOpens(t *testing.T, insts []*liveServer, key string) {
 func TestSubscriptionCapsShutdown(t *testing.T) {
 	t.Parallel()
 	_, prefix := dbtest.Redis(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = dbtest.RedisURL()
-	cfg.RateLimit.RedisKeyPrefix = prefix
+	cfg.RedisKeyPrefix = prefix
 	insts := sharedInstances(t, dbtest.New(t, "sqlite"), cfg, 2)
 	a, b := insts[0], insts[1]
 	key := a.newKey(t, "free")
@@ -199,7 +199,7 @@ func TestSubscriptionCapsInstanceDies(t *testing.T) {
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = r.URL()
 	b := sharedInstances(t, db, cfg, 1)[0]
 	key := b.newKey(t, "free")

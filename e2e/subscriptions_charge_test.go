@@ -13,8 +13,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/live"
 	"petstore/live/conns"
 	"petstore/testkit/dbtest"
@@ -25,8 +25,8 @@ import (
 func TestWebSocketRateLimit(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
-	key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 100})
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
+	key, _, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 100})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func TestWebSocketRateLimit(t *testing.T) {
 // a socket that sends conns.MaxRefusedInRow refused operations in a row is closed with 4400.
 func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "free")
 	awayFromMinuteEdge(t)
 
 	t.Run("charged, then closed", func(t *testing.T) {
@@ -92,7 +92,7 @@ func TestWebSocketRefusedOperationsAreCharged(t *testing.T) {
 	})
 
 	t.Run("rate limited, then suspended", func(t *testing.T) {
-		key, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 1000})
+		key, _, err := auth.CreateKey(context.Background(), s.db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: "enterprise", PerMinute: 2, PerDay: 1000})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -216,7 +216,7 @@ func (s *liveServer) remaining(t *testing.T, key string) (int, int, string) {
 // are charged to the key like any other operation, and count among the refusals in a row.
 func TestPersistedQueryHashesAreCharged(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "free")
 	awayFromMinuteEdge(t)
 	_, before, _ := s.remaining(t, s.key)
 	w := s.connect(t, s.key)

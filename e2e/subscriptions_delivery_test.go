@@ -14,7 +14,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"petstore/app"
-	"petstore/config"
 	"petstore/migrations"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -26,7 +25,7 @@ import (
 func TestPetAddedOverWebSocket(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := newLiveServer(t, db, nil, config.Default(), "business")
+		s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 		w := s.connect(t, s.key)
 		w.subscribe("all", "")
 		w.subscribe("sold", "(status: SOLD)")
@@ -78,7 +77,7 @@ func TestPetAddedOverWebSocket(t *testing.T) {
 func TestPetAddedOverSSE(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := newLiveServer(t, db, nil, config.Default(), "business")
+		s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		resp := s.sseStream(t, ctx, s.key, "")
@@ -114,8 +113,8 @@ func TestPetAddedAcrossInstances(t *testing.T) {
 	}
 	for name, redisOf := range cases {
 		t.Run(name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.RedisURL, cfg.RateLimit.RedisKeyPrefix = redisOf(t)
+			cfg := app.DefaultConfig()
+			cfg.RedisURL, cfg.RedisKeyPrefix = redisOf(t)
 			db := dbtest.New(t, "mysql")
 			var insts []*liveServer
 			for range 2 {
@@ -150,9 +149,9 @@ func TestPetAddedAcrossInstances(t *testing.T) {
 func TestPetAddedRedisDown(t *testing.T) {
 	t.Parallel()
 	c := dbtest.NewRedisCluster(t)
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.RedisURL = c.URL()
-	cfg.RateLimit.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
+	cfg.RedisKeyPrefix = "test:" + fmt.Sprint(time.Now().UnixNano()) + ":"
 	db := dbtest.New(t, "sqlite")
 	var insts []*liveServer
 	var rdbs []redis.UniversalClient
@@ -176,7 +175,7 @@ func TestPetAddedRedisDown(t *testing.T) {
 		}
 	}
 	expect("before")
-	owner, err := rdbs[0].(*redis.ClusterClient).MasterForKey(context.Background(), cfg.RateLimit.RedisKeyPrefix+app.LiveChannel)
+	owner, err := rdbs[0].(*redis.ClusterClient).MasterForKey(context.Background(), cfg.RedisKeyPrefix+app.LiveChannel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,7 +197,7 @@ func TestPetAddedRedisDown(t *testing.T) {
 func TestPetAddedWaitsForMissingID(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, migrations.MySQL)
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	s.createPet(t, s.key, "first", "") // pet 1, before the subscription
 	w := s.connect(t, s.key)
 	w.subscribe("all", "")

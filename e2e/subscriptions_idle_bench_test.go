@@ -17,8 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -102,10 +102,10 @@ func idleCost(tb testing.TB, n int, transport string) idleCosts {
 	if _, err := db.Migrate(context.Background()); err != nil { // here: the server's first collection finds none of it
 		tb.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	var keys []string
 	for range (n + 999) / 1000 { // an enterprise key holds up to 1,000
-		k, _, err := auth.CreateKey(context.Background(), db.DB, cfg.KeyPrefix(),
+		k, _, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(cfg.Env),
 			auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
 		if err != nil {
 			tb.Fatal(err)

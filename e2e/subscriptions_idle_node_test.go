@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -92,7 +92,7 @@ func operatorIdleCost(tb testing.TB, n int) idleCosts {
 		"PETSTORE_LIVE_CONNECTIONS_MAX=" + strconv.Itoa(n+16)}
 	base, _ := readStartup(tb, bufio.NewScanner(startPiped(tb, cmd)))
 	waitHealthy(tb, base)
-	s := &liveServer{url: base, cfg: config.Default()}
+	s := &liveServer{url: base, cfg: app.DefaultConfig()}
 	s.createPet(tb, keys[0], "warm", "") // as the Go rig: the Hub, the pools and the caches exist
 	warm, err := rawSubscribe(strings.TrimPrefix(base, "http://"), keys[0])
 	if err != nil {
@@ -140,7 +140,7 @@ func operatorKeys(tb testing.TB, dsn string) []string {
 	}
 	keys := make([]string, operatorIdleKeys)
 	for i := range keys {
-		keys[i], _, err = auth.CreateKey(ctx, db.DB, config.Default().KeyPrefix(),
+		keys[i], _, err = auth.CreateKey(ctx, db.DB, auth.PrefixFor(app.DefaultConfig().Env),
 			auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
 		if err != nil {
 			tb.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/testkit/dbtest"
 )
 
@@ -22,7 +22,7 @@ func TestServerPings(t *testing.T) {
 		t.Skip("waits for a ping")
 	}
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	w := s.connect(t, s.key)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -38,7 +38,7 @@ func TestServerPings(t *testing.T) {
 // know, stays open while its WebSocket answers ping frames, and gets its events.
 func TestKeepAlive(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
 
@@ -128,7 +128,7 @@ func TestKeepAlive(t *testing.T) {
 // and no ping message it cannot answer, stays open and gets its events.
 func TestKeepAliveWithoutSubprotocol(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
 	p := s.dialProtocol(t, "", s.key)
@@ -163,7 +163,7 @@ func TestKeepAliveWithoutSubprotocol(t *testing.T) {
 // that lasts 10 s must not make their last answer look three rounds old.
 func TestUnansweredLegacyPingsStarveKeepAlive(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "business")
 	addr := strings.TrimPrefix(s.url, "http://")

@@ -17,8 +17,8 @@ import (
 
 	"gorm.io/gorm"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/testkit/dbtest"
 )
 
@@ -49,8 +49,8 @@ func petAddedLatency(b *testing.B, transport string) {
 	const subscribers = 1000
 	db := dbtest.New(b, "sqlite")
 	commits := clockCommits(db.DB)
-	s := newLiveServer(b, db, nil, config.Default(), "business")
-	key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(),
+	s := newLiveServer(b, db, nil, app.DefaultConfig(), "business")
+	key, _, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(s.cfg.Env),
 		auth.KeySpec{Plan: "enterprise", PerMinute: 1 << 30, PerDay: 1 << 30})
 	if err != nil {
 		b.Fatal(err)

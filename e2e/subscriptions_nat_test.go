@@ -13,6 +13,7 @@ import (
 	"github.com/coder/websocket"
 	"github.com/redis/go-redis/v9"
 
+	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
 	"petstore/live"
@@ -27,10 +28,10 @@ func forEachLiveStore(t *testing.T, fn func(t *testing.T, db *store.DB, rdb redi
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
 		for _, where := range []string{"memory", "redis"} {
 			t.Run(where, func(t *testing.T) {
-				cfg := config.Default()
+				cfg := app.DefaultConfig()
 				var rdb redis.UniversalClient
 				if where == "redis" {
-					rdb, cfg.RateLimit.RedisKeyPrefix = dbtest.Redis(t)
+					rdb, cfg.RedisKeyPrefix = dbtest.Redis(t)
 				}
 				fn(t, db, rdb, cfg)
 			})
@@ -159,7 +160,7 @@ func TestWebSocketChargedToItsKey(t *testing.T) {
 		if _, got, _ := s.remaining(t, s.key); got != 56 { // 60 - 3 sockets - this request
 			t.Errorf("the key after 3 sockets: X-RateLimit-Remaining %d; want 56", got)
 		}
-		_, err := s.open(auth.NewKey(s.cfg.KeyPrefix()), false)
+		_, err := s.open(auth.NewKey(auth.PrefixFor(s.cfg.Env)), false)
 		if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("close %d", live.CloseForbidden)) {
 			t.Fatalf("connection_init with an unknown key: %v; want close %d", err, live.CloseForbidden)
 		}
@@ -181,7 +182,7 @@ func TestWebSocketChargedToItsKey(t *testing.T) {
 func TestPendingSocketsPerAddress(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPendingPerAddr = 8
 	s := newLiveServer(t, db, nil, cfg, "business")
 	for range cfg.WSPendingPerAddr {

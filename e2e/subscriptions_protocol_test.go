@@ -11,8 +11,8 @@ import (
 
 	"github.com/coder/websocket"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/live"
 	"petstore/live/wire"
 	"petstore/testkit/dbtest"
@@ -22,7 +22,7 @@ import (
 func TestWebSocketRefusals(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.CORSOrigins = []string{"https://app.example", "https://*.partner.example"}
 	s := newLiveServer(t, db, nil, cfg, "business")
 
@@ -41,7 +41,7 @@ func TestWebSocketRefusals(t *testing.T) {
 	})
 	for name, payload := range map[string]string{
 		"no key":      `{}`,
-		"unknown key": fmt.Sprintf(`{"Authorization":"Bearer %s"}`, auth.NewKey(cfg.KeyPrefix())),
+		"unknown key": fmt.Sprintf(`{"Authorization":"Bearer %s"}`, auth.NewKey(auth.PrefixFor(cfg.Env))),
 		"not bearer":  `{"Authorization":"Basic eDp5"}`,
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -108,7 +108,7 @@ func TestWebSocketRefusals(t *testing.T) {
 // completed; a subscription selecting several root fields gets an error message.
 func TestWebSocketProtocolViolations(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "business")
 	const petAdded = `subscription { petAdded { pet { name } } }`
 	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
 		legacy := proto != "graphql-transport-ws"
@@ -172,7 +172,7 @@ func TestWebSocketProtocolViolations(t *testing.T) {
 // for free.
 func TestInitPayloadNotAnObject(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPendingPerAddr = 4
 	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, cfg, "free")
 	payloads := []string{`[1]`, `"Bearer x"`, `1`, `true`}
@@ -196,7 +196,7 @@ func TestInitPayloadNotAnObject(t *testing.T) {
 // make the server decode 64 KiB messages without end, for free.
 func TestSubscribePayloadNotOperation(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "free")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "free")
 	payloads := []string{`[]`, `"x"`, `{"query":1}`, `{"query":"{ pets { id } }","variables":"x"}`,
 		`{"query":"{ pets { id } }","extensions":[1]}`, `{"query":"{ pets { id } }","operationName":{}}`}
 	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
@@ -222,7 +222,7 @@ func TestSubscribePayloadNotOperation(t *testing.T) {
 // would run a second operation under the same id, which no complete could stop.
 func TestIDReusedRightAfterComplete(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "business")
 	const petAdded = `subscription { petAdded { pet { name } } }`
 	for _, proto := range []string{"graphql-transport-ws", "graphql-ws"} {
 		stop := "complete"

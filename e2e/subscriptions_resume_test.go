@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -22,7 +22,7 @@ import (
 func TestPetAddedResume(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := newLiveServer(t, db, nil, config.Default(), "business")
+		s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 		var ids []int64
 		for i := range 5 {
 			ids = append(ids, s.createPet(t, s.key, fmt.Sprint("p", i), ""))
@@ -80,7 +80,7 @@ func TestPetAddedResume(t *testing.T) {
 func TestPetAddedResumeCharged(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := newLiveServer(t, db, nil, config.Default(), "business")
+		s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 		start := insertPets(t, db, 6100)
 		after := `(after: "` + cursorOf(start) + `")`
 		perMinute := int(auth.Free.PerMinute)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/live"
 	"petstore/testkit/dbtest"
 )
@@ -23,8 +23,8 @@ import (
 func TestRevokedKeyLosesSubscriptions(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
-	key, rec, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "pro"})
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
+	key, rec, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: "pro"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,17 +60,17 @@ func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
 	for _, shared := range []bool{false, true} {
 		t.Run(map[bool]string{false: "in process", true: "redis"}[shared], func(t *testing.T) {
 			db := dbtest.New(t, "sqlite")
-			cfg := config.Default()
+			cfg := app.DefaultConfig()
 			var rdb redis.UniversalClient
 			if shared {
 				var prefix string
 				rdb, prefix = dbtest.Redis(t)
-				cfg.RateLimit.RedisKeyPrefix = prefix
+				cfg.RedisKeyPrefix = prefix
 			}
 			s := newLiveServer(t, db, rdb, cfg, "business")
 			others := s.connect(t, s.key)
 			others.subscribe("1", "")
-			key, _, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "enterprise", PerMinute: 1, PerDay: 1000})
+			key, _, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: "enterprise", PerMinute: 1, PerDay: 1000})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -108,11 +108,11 @@ func TestSuspendedKeyLosesSubscriptions(t *testing.T) {
 func TestRevokedKeyWithStalledSockets(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPingInterval = 2 * time.Second // dead after 6 s: the stalled sockets answer no ping
 	s := newLiveServer(t, db, nil, cfg, "business")
 	addr := strings.TrimPrefix(s.url, "http://")
-	key, rec, err := auth.CreateKey(context.Background(), db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: "pro"})
+	key, rec, err := auth.CreateKey(context.Background(), db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: "pro"})
 	if err != nil {
 		t.Fatal(err)
 	}

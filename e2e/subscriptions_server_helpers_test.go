@@ -48,7 +48,7 @@ func newLiveServer(t testing.TB, db *store.DB, rdb redis.UniversalClient, cfg co
 
 func (s *liveServer) newKey(t testing.TB, plan string) string {
 	t.Helper()
-	key, _, err := auth.CreateKey(context.Background(), s.db.DB, s.cfg.KeyPrefix(), auth.KeySpec{Plan: plan})
+	key, _, err := auth.CreateKey(context.Background(), s.db.DB, auth.PrefixFor(s.cfg.Env), auth.KeySpec{Plan: plan})
 	if err != nil {
 		t.Fatal(err)
 	}

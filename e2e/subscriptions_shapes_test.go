@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/models"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -20,7 +20,7 @@ import (
 func TestPetAddedShapes(t *testing.T) {
 	t.Parallel()
 	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
-		s := newLiveServer(t, db, nil, config.Default(), "business")
+		s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 		w := s.connect(t, s.key)
 		const vDoc = `subscription($v: Boolean!) { petAdded { cursor @skip(if: $v) pet { id status @include(if: $v) } } }`
 		ops := []struct {

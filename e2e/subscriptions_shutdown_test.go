@@ -8,7 +8,7 @@ import (
 
 	"github.com/coder/websocket"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/testkit/dbtest"
 )
 
@@ -18,7 +18,7 @@ import (
 func TestShutdownClosesSubscribers(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	w := s.connect(t, s.key)
 	w.subscribe("1", "")
 	ctx, cancel := context.WithCancel(context.Background())
@@ -56,7 +56,7 @@ func TestShutdownClosesSubscribers(t *testing.T) {
 func TestShutdownWithStalledSubscribers(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
 	key := s.newKey(t, "pro")
 	ws, err := rawSubscribe(addr, key)

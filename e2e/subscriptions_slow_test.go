@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/testkit/dbtest"
 )
 
@@ -24,7 +24,7 @@ import (
 func TestSlowSubscriber(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	w := s.connect(t, s.key)
 	w.subscribe("1", "")
 	addr := strings.TrimPrefix(s.url, "http://")
@@ -97,7 +97,7 @@ func TestSlowSubscriber(t *testing.T) {
 func TestLegacyNonReaderIsCutOff(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.WSPingInterval = 200 * time.Millisecond
 	s := newLiveServer(t, db, nil, cfg, "business")
 	c, _, err := rawLegacy(strings.TrimPrefix(s.url, "http://"), s.key)
@@ -141,7 +141,7 @@ func TestLegacyNonReaderIsCutOff(t *testing.T) {
 func TestStalledSubscribersFreeTheirCaps(t *testing.T) {
 	t.Parallel()
 	db := dbtest.New(t, "sqlite")
-	s := newLiveServer(t, db, nil, config.Default(), "business")
+	s := newLiveServer(t, db, nil, app.DefaultConfig(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
 	wsKey, sseKey := s.newKey(t, "free"), s.newKey(t, "free")
 

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/testkit/dbtest"
 )
 
@@ -18,7 +18,7 @@ import (
 // client closes the connection, freeing its slot.
 func TestStreamEndsWithItsClient(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "business")
 	key := s.newKey(t, "free")
 	_, _, _, first := s.sseOpen(t, key)
 	if status, body, _, _ := s.sseOpen(t, key); status != http.StatusOK {
@@ -43,7 +43,7 @@ func TestStreamEndsWithItsClient(t *testing.T) {
 // the request, ended by the connection's close.
 func TestStreamOverHTTP10(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "business")
 	addr := strings.TrimPrefix(s.url, "http://")
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -76,7 +76,7 @@ func TestStreamOverHTTP10(t *testing.T) {
 // INVALID_REQUEST error event before complete, and the stream's slot is free again.
 func TestStreamEndsAtClientInput(t *testing.T) {
 	t.Parallel()
-	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, config.Default(), "business")
+	s := newLiveServer(t, dbtest.New(t, "sqlite"), nil, app.DefaultConfig(), "business")
 	for _, pipelined := range []bool{true, false} {
 		t.Run(map[bool]string{true: "pipelined", false: "after"}[pipelined], func(t *testing.T) {
 			key := s.newKey(t, "free")

@@ -11,8 +11,8 @@ import (
 
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/observe"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -43,7 +43,7 @@ func BenchmarkTracing(b *testing.B) {
 		if _, err := db.Migrate(context.Background()); err != nil {
 			b.Fatal(err)
 		}
-		cfg := config.Default()
+		cfg := app.DefaultConfig()
 		h, err := newTracedHandler(cfg, db, nil, tr)
 		if err != nil {
 			b.Fatal(err)

@@ -18,6 +18,7 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"petstore/app"
 	"petstore/auth"
 	"petstore/config"
 	"petstore/store"
@@ -55,8 +56,8 @@ func TestTracingOffInstallsNothing(t *testing.T) {
 		t.Errorf("driver: got %s; want the store's own", d)
 	}
 	client, prefix := dbtest.Redis(t)
-	cfg := config.Default()
-	cfg.RateLimit.RedisKeyPrefix = prefix
+	cfg := app.DefaultConfig()
+	cfg.RedisKeyPrefix = prefix
 	if err := tr.InstrumentRedis(client); err != nil {
 		t.Fatal(err)
 	}

@@ -18,8 +18,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/observe"
 	"petstore/store"
 	"petstore/testkit/dbtest"
@@ -61,11 +61,11 @@ func newTracedAPI(t *testing.T, dialect string, withRedis bool) *tracedAPI {
 	if _, err := db.Migrate(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	var rdb redis.UniversalClient
 	if withRedis {
 		client, prefix := dbtest.Redis(t)
-		cfg.RateLimit.RedisKeyPrefix = prefix
+		cfg.RedisKeyPrefix = prefix
 		if err := tr.InstrumentRedis(client); err != nil {
 			t.Fatal(err)
 		}

@@ -16,6 +16,7 @@ import (
 
 	"gorm.io/gorm"
 
+	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -70,9 +71,28 @@ func outboxRows(t *testing.T, db *store.DB) int64 {
 // TestWebhookTwoInstances runs two instances on one MySQL database, and checks that every
 // pet created on either is delivered exactly once (checkEveryPetOnce).
 func TestWebhookTwoInstances(t *testing.T) {
+	checkEveryPetOnce(t, mysqlHookInstances(t, hookConfig(time.Second), hookConfig(time.Second)))
+}
+
+// TestWebhookDeliverOff runs an instance with PETSTORE_WEBHOOK_DELIVER=false beside one that
+// delivers: every pet of either is delivered exactly once, and the first queues none.
+func TestWebhookDeliverOff(t *testing.T) {
+	off := hookConfig(time.Second)
+	off.Webhooks.Deliver = false
+	apis := mysqlHookInstances(t, off, hookConfig(time.Second))
+	checkEveryPetOnce(t, apis)
+	if m := regexp.MustCompile(`(?m)^petstore_webhook_deliveries_queued_total (\S+)$`).FindStringSubmatch(apis[0].mustGet(t, "/metrics").body); m == nil || m[1] != "0" {
+		t.Errorf("deliveries queued by the instance that does not deliver: %q; want 0", m)
+	}
+}
+
+// mysqlHookInstances returns an instance of each of cfgs, on one MySQL database, its
+// background work running (newHookAPI).
+func mysqlHookInstances(t *testing.T, cfgs ...config.Config) []*testAPI {
+	t.Helper()
 	dsn := dbtest.DSN(t, "mysql")
 	var apis []*testAPI
-	for range 2 {
+	for _, cfg := range cfgs {
 		db, err := store.Open(context.Background(), dsn, store.DefaultPool)
 		if err != nil {
 			t.Fatal(err)
@@ -81,9 +101,9 @@ func TestWebhookTwoInstances(t *testing.T) {
 		if _, err := db.Migrate(context.Background()); err != nil {
 			t.Fatal(err)
 		}
-		apis = append(apis, newHookAPI(t, db, hookConfig(time.Second)))
+		apis = append(apis, newHookAPI(t, db, cfg))
 	}
-	checkEveryPetOnce(t, apis)
+	return apis
 }
 
 // TestWebhookGalera runs an instance on each node of a 3-node Galera cluster, and checks that

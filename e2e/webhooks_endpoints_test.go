@@ -9,7 +9,6 @@ import (
 	"petstore/apierr"
 	"petstore/app"
 	"petstore/auth"
-	"petstore/config"
 	"petstore/store"
 	"petstore/testkit/dbtest"
 )
@@ -109,7 +108,7 @@ func TestWebhookEndpointsPlanLimit(t *testing.T) {
 func TestWebhookEndpointsResolvedAddresses(t *testing.T) {
 	r := &testResolver{hosts: map[string]string{"metadata.test": "169.254.169.254", "private.test": "192.168.1.10",
 		"cgnat.test": "100.100.100.200", "mapped.test": "::ffff:127.0.0.1", "public.test": "93.184.215.14"}}
-	api := newHookAPI(t, dbtestSQLite(t), config.Default(), app.WithResolver(r))
+	api := newHookAPI(t, dbtestSQLite(t), app.DefaultConfig(), app.WithResolver(r))
 	for _, host := range []string{"metadata.test", "private.test", "cgnat.test", "mapped.test"} {
 		checkError(t, api.do(t, post("/v1/webhooks", `{"url":"https://`+host+`/hooks","events":["pet.created"]}`)),
 			http.StatusBadRequest, apierr.InvalidRequest, "not public")

@@ -37,7 +37,7 @@ func newHookAPI(t testing.TB, db *store.DB, cfg config.Config, opts ...app.Optio
 // hookConfig returns the default settings with deliveries allowed to loopback receivers and
 // retried after waits short enough for a test.
 func hookConfig(schedule ...time.Duration) config.Config {
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.Webhooks.AllowPrivate = true
 	cfg.Webhooks.Schedule = schedule
 	cfg.Webhooks.Timeout = 2 * time.Second

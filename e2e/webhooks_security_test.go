@@ -12,7 +12,6 @@ import (
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
 	"petstore/app"
-	"petstore/config"
 )
 
 // TestWebhookRotation rotates an endpoint's secret: within the grace period every delivery
@@ -68,7 +67,7 @@ func TestWebhookRebinding(t *testing.T) {
 		}
 	}()
 	r := &testResolver{hosts: map[string]string{"rebind.test": "93.184.215.14"}}
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.Webhooks.Schedule = []time.Duration{50 * time.Millisecond}
 	api := newHookAPI(t, dbtestSQLite(t), cfg, app.WithResolver(r))
 	_, port, _ := net.SplitHostPort(ln.Addr().String())

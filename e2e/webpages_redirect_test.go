@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"petstore/apierr"
-	"petstore/config"
+	"petstore/app"
 )
 
 // browserAccept is the Accept header Chromium sends when it opens an address.
@@ -108,7 +108,7 @@ func TestGraphQLEndpointSendsBrowsersToPlayground(t *testing.T) {
 // that the pages they lead to get.
 func TestPageRedirectsCORS(t *testing.T) {
 	t.Parallel()
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	cfg.CORSOrigins = []string{"https://app.example"}
 	api := newTestAPIConfig(t, dbtestSQLite(t), cfg)
 	for _, pair := range [][2]string{{"/", "/v1/docs"}, {"/v1/graphql", "/v1/playground"}} {

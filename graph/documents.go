@@ -1,9 +1,7 @@
 package graph
 
 import (
-	"cmp"
 	"context"
-	"fmt"
 	"maps"
 	"strings"
 
@@ -16,7 +14,8 @@ import (
 	"petstore/graph/gqlhttp"
 )
 
-// DocumentsMode is which documents the handler runs (PETSTORE_DOCUMENTS).
+// DocumentsMode is which documents the handler runs: PETSTORE_DOCUMENTS, whose values
+// (config.DocumentsModes) are these.
 type DocumentsMode string
 
 // The modes of Options.DocumentsMode.
@@ -30,27 +29,6 @@ const (
 	// DocumentsIDs runs listed documents sent by id (or hash) only: never a text.
 	DocumentsIDs DocumentsMode = "ids"
 )
-
-// ParseDocumentsMode returns the mode named s.
-func ParseDocumentsMode(s string) (DocumentsMode, error) {
-	switch m := DocumentsMode(s); m {
-	case DocumentsAny, DocumentsListed, DocumentsIDs:
-		return m, nil
-	}
-	return "", fmt.Errorf("must be any, listed or ids; got %q", s)
-}
-
-// MarshalText returns the mode's name, for flags.
-func (m DocumentsMode) MarshalText() ([]byte, error) { return []byte(cmp.Or(m, DocumentsAny)), nil }
-
-// UnmarshalText reads a mode's name (ParseDocumentsMode), for flags.
-func (m *DocumentsMode) UnmarshalText(b []byte) error {
-	v, err := ParseDocumentsMode(string(b))
-	if err == nil {
-		*m = v
-	}
-	return err
-}
 
 // DocumentList is the list of trusted documents the handler looks documents up in
 // (documents.Registry).

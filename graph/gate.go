@@ -98,9 +98,11 @@ func (e *meteredExecutor) charge(ctx context.Context, cost int) error {
 // DispatchOperation runs the operation of opCtx (directly when it can: dispatch), the cost of a
 // query or mutation in its answer's extensions. A subscription's responses wait for its next
 // event first, through a live.Relay, before gqlgen's interceptors run: its goroutine idles on
-// a small stack.
+// a small stack. A subscription keeps opCtx for as long as it lives, without the statistics
+// of the extensions (dropStats).
 func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.OperationContext) (graphql.ResponseHandler, context.Context) {
 	if opCtx.Operation.Operation == ast.Subscription {
+		dropStats(opCtx)
 		ctx, relay := live.WithRelay(ctx)
 		var next graphql.ResponseHandler
 		onFreshStack(func() { next, ctx = e.GraphExecutor.DispatchOperation(ctx, opCtx) })
@@ -112,6 +114,14 @@ func (e *meteredExecutor) DispatchOperation(ctx context.Context, opCtx *graphql.
 	next, ctx := e.dispatch(ctx, opCtx)
 	cost := operationCost(opCtx)
 	return func(ctx context.Context) *graphql.Response { return withCost(next(ctx), cost) }, ctx
+}
+
+// dropStats drops the statistics the extensions kept in opCtx (the complexity, the listed
+// document, a persisted query to store), which are read only while the operation is created
+// and charged, and keeps the timings: their map costs an idle subscription some 350 bytes.
+func dropStats(opCtx *graphql.OperationContext) {
+	s := &opCtx.Stats
+	opCtx.Stats = graphql.Stats{OperationStart: s.OperationStart, Read: s.Read, Parsing: s.Parsing, Validation: s.Validation}
 }
 
 // DispatchError answers an operation that does not run. Over HTTP it charges one request when

@@ -105,8 +105,9 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
-// coalesce is how long a wake-up waits for more pets to commit, so that a burst of them is
-// turned into deliveries in one transaction rather than one each.
+// coalesce is how long a wake-up waits for more pets to commit while they come in bursts (the
+// last fan-out queued more than one), so that a burst is turned into deliveries in one
+// transaction rather than one each; a pet that comes alone is queued at once.
 const coalesce = 20 * time.Millisecond
 
 // Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
@@ -120,7 +121,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	defer tick.Stop()
 	var lastAge time.Time
 	for due := true; ; {
-		d.fanOutAll(ctx)
+		burst := d.fanOutAll(ctx)
 		if due {
 			d.takeLateAll(ctx)
 			d.claimAll(ctx)
@@ -137,9 +138,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			return
 		case <-d.wake:
 			due = false
-			select {
-			case <-time.After(coalesce):
-			case <-ctx.Done():
+			if burst {
+				select {
+				case <-time.After(coalesce):
+				case <-ctx.Done():
+				}
 			}
 		case <-tick.C:
 			due = true
@@ -147,8 +150,10 @@ func (d *Dispatcher) Run(ctx context.Context) {
 	}
 }
 
-// fanOutAll turns the pets up to the newest settled one into deliveries and sends them.
-func (d *Dispatcher) fanOutAll(ctx context.Context) {
+// fanOutAll turns the pets up to the newest settled one into deliveries and sends them, and
+// reports whether they were more than one.
+func (d *Dispatcher) fanOutAll(ctx context.Context) (burst bool) {
+	var first int64
 	for ctx.Err() == nil {
 		jobs, more, err := d.fanOut(ctx)
 		if err != nil || more {
@@ -158,14 +163,21 @@ func (d *Dispatcher) fanOutAll(ctx context.Context) {
 		}
 		if err != nil {
 			slog.WarnContext(ctx, "webhooks: queueing the pets added failed", "error", err)
-			return
+			return burst
+		}
+		for _, j := range jobs {
+			if first == 0 {
+				first = j.PetID
+			}
+			burst = burst || j.PetID != first
 		}
 		d.dispatch(ctx, jobs)
 		if !more {
 			d.behind = time.Time{}
-			return
+			return burst
 		}
 	}
+	return burst
 }
 
 // takeLateAll takes the whole outbox.

@@ -84,22 +84,31 @@ func tooMany(what string, n int, plan string) *apierr.Error {
 // Acquire takes one of the key's subscription slots until ctx ends; it fails over the cap,
 // and, with Leases, while their Redis fails when the policy is to fail closed.
 func (c *Conn) Acquire(ctx context.Context) error {
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	context.AfterFunc(ctx, release)
+	return nil
+}
+
+// acquire takes one of the key's subscription slots, as Acquire does, until release.
+func (c *Conn) acquire(ctx context.Context) (release func(), err error) {
 	r := c.reg
 	n := r.opts.Caps.capOf(c.plan)
 	k, err := r.takeSub(c, n)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	release, err := r.share(ctx, c, n, "subs")
+	leases, err := r.share(ctx, c, n, "subs")
 	if err != nil {
 		r.dropSub(c.KeyID, k)
-		return err
+		return nil, err
 	}
-	context.AfterFunc(ctx, func() {
-		release()
+	return func() {
+		leases()
 		r.dropSub(c.KeyID, k)
-	})
-	return nil
+	}, nil
 }
 
 // takeSub counts a subscription of c's key on this instance under the cap n, and returns

@@ -54,16 +54,23 @@ func (r *Registry) Refused(ctx context.Context) {
 
 // Subscribe takes a subscription slot of the connection of ctx (an SSE stream holds its own
 // already) until ctx ends, and returns the Hub's events: see live.Hub.Subscribe. Without a
-// connection (a plain HTTP request) it fails.
+// connection (a plain HTTP request) it fails. The Hub gives the slot back as the subscription
+// leaves (live.Hub.SubscribeReleasing), or at once when it refuses the subscription.
 func (r *Registry) Subscribe(ctx context.Context, status *models.PetStatus, afterID int64, resume bool) (<-chan *live.Event, error) {
 	c := ConnFrom(ctx)
 	if c == nil {
 		return nil, apierr.Invalid("subscriptions run over WebSocket (graphql-transport-ws) or Server-Sent Events (Accept: text/event-stream)")
 	}
-	if !c.held {
-		if err := c.Acquire(ctx); err != nil {
-			return nil, err
-		}
+	if c.held {
+		return r.hub.Subscribe(ctx, c, status, afterID, resume)
 	}
-	return r.hub.Subscribe(ctx, c, status, afterID, resume)
+	release, err := c.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	events, err := r.hub.SubscribeReleasing(ctx, c, status, afterID, resume, release)
+	if err != nil {
+		release()
+	}
+	return events, err
 }

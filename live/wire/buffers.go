@@ -5,15 +5,17 @@ import (
 	"net"
 )
 
-// wsBufferSize is the size of a WebSocket's write buffer (and an SSE stream's): the
-// notification of one pet is some 150 bytes, and larger messages are written in several
-// steps. net/http's buffers (4 KiB each), kept by a stock upgrade, are dropped.
-const wsBufferSize = 512
+// wsBufferSize is the size of a WebSocket's write buffer (and an SSE stream's), held for as
+// long as the socket lives: the notification of one pet is some 150 bytes, written whole, and
+// a larger message is written in two steps (the buffer, then the rest of it straight to the
+// connection). net/http's buffers (4 KiB each), kept by a stock upgrade, are dropped.
+const wsBufferSize = 256
 
-// wsReadBufferSize is the size of a WebSocket's read buffer: a client sends a few small
-// messages (connection_init, subscribe, pong), and the buffer is held for as long as the
-// socket lives.
-const wsReadBufferSize = 128
+// wsReadBufferSize is the size of a WebSocket's read buffer, bufio's smallest: a client sends
+// a few small messages (connection_init, subscribe, pong), whose frame header comes through
+// the buffer and whose payload past it is read straight from the connection, and the buffer is
+// held for as long as the socket lives.
+const wsReadBufferSize = 16
 
 // sendBufferBytes is the kernel's send buffer of a subscriber's connection (SO_SNDBUF, which
 // Linux doubles): some 800 events. Without it the kernel grows the buffer of a peer that stops

@@ -1,7 +1,6 @@
 package wire
 
 import (
-	"context"
 	"sync"
 	"time"
 
@@ -25,18 +24,20 @@ func New(reg *conns.Registry) *Server {
 	return &Server{reg: reg, writeTimeout: reg.Options().WriteTimeout, ws: map[*wsConn]struct{}{}}
 }
 
-// trackWS counts ws among the sockets pingAll pings until ctx ends; the first starts the
+// trackWS counts ws among the sockets pingAll pings until untrackWS; the first starts the
 // pings.
-func (r *Server) trackWS(ctx context.Context, ws *wsConn) {
+func (r *Server) trackWS(ws *wsConn) {
 	r.pingOnce.Do(func() { go r.pingEvery(r.reg.Context(), r.reg.Options().PingEvery) })
 	r.mu.Lock()
 	r.ws[ws] = struct{}{}
 	r.mu.Unlock()
-	context.AfterFunc(ctx, func() {
-		r.mu.Lock()
-		delete(r.ws, ws)
-		r.mu.Unlock()
-	})
+}
+
+// untrackWS no longer counts ws among the sockets pingAll pings.
+func (r *Server) untrackWS(ws *wsConn) {
+	r.mu.Lock()
+	delete(r.ws, ws)
+	r.mu.Unlock()
 }
 
 // releasePending gives back the pending slot of st's socket, once.

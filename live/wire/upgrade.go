@@ -25,6 +25,7 @@ type wsState struct {
 	coder         *coderConn
 	first         *firstMessage // read by awaitFirst, for the transport's first read
 	ws            *wsConn
+	end           func() // ends the connection openWS opened; nil before
 }
 
 type wsStateKey struct{}
@@ -84,20 +85,33 @@ func (r *Server) hijack(c *gin.Context, st *wsState, h http.Handler) error {
 		return apierr.Wrap(err)
 	}
 	boundSendBuffer(conn)
-	ctx, cancel := context.WithCancel(context.WithValue(context.WithoutCancel(c.Request.Context()), wsStateKey{}, st))
-	context.AfterFunc(ctx, func() {
-		r.releasePending(st)
-		r.reg.ReleaseConn()
-	})
+	ctx := context.WithValue(context.WithoutCancel(c.Request.Context()), wsStateKey{}, st)
 	w := &detachedWriter{conn: conn, brw: smallBuffers(conn, brw), header: http.Header{}}
 	req := c.Request.WithContext(ctx)
 	if !st.accept(w, req) {
-		cancel()
+		r.endWS(st)
 		_ = conn.Close()
 		return nil
 	}
-	go w.serve(h, slimRequest(req), cancel)
+	go w.serve(h, slimRequest(req), r)
 	return nil
+}
+
+// endWS releases what the socket of st held once its serving ended (or it was never served):
+// its pending slot, its place among the instance's connections and among the sockets pinged,
+// and its connection, by ending the connection's context that openWS made (a cut-off may have
+// ended it already). A socket's context has no cancellation of its own: each cancellable
+// context and each context.AfterFunc costs an idle socket some 100 to 300 bytes for as long as
+// it lives.
+func (r *Server) endWS(st *wsState) {
+	r.releasePending(st)
+	r.reg.ReleaseConn()
+	if st.ws != nil {
+		r.untrackWS(st.ws)
+	}
+	if st.end != nil {
+		st.end()
+	}
 }
 
 // slimRequest returns what gqlgen's transport needs of the upgrade req, accepted already, for
@@ -164,10 +178,10 @@ type detachedWriter struct {
 
 // serve waits for the first message of the WebSocket accepted on w (wsState.awaitFirst), then
 // runs h, gqlgen's transport, on w, which takes the socket over: its close handshake closes
-// it. cancel ends req's context.
-func (w *detachedWriter) serve(h http.Handler, req *http.Request, cancel context.CancelFunc) {
-	defer cancel()
+// it. r releases what the socket held (Server.endWS) once it returns.
+func (w *detachedWriter) serve(h http.Handler, req *http.Request, r *Server) {
 	st, _ := req.Context().Value(wsStateKey{}).(*wsState)
+	defer r.endWS(st)
 	if !st.awaitFirst(w) {
 		return
 	}

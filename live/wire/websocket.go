@@ -62,13 +62,17 @@ func (r *Server) initApart(ctx context.Context, payload transport.InitPayload, a
 	return out, ack, err
 }
 
-// initWS authenticates a WebSocket at connection_init and opens its connection.
+// initWS authenticates a WebSocket at connection_init and opens its connection. The key is
+// then forgotten, payload emptied (gqlgen's transport keeps it for as long as the socket
+// lives; nothing reads it after connection_init): neither it nor its bytes stay in memory.
 func (r *Server) initWS(ctx context.Context, payload transport.InitPayload, authenticate authenticateFunc) (context.Context, *transport.InitPayload, error) {
 	st, _ := ctx.Value(wsStateKey{}).(*wsState)
 	if st == nil || st.ws == nil {
 		return refuse(ctx, live.CloseForbidden, apierr.Wrap(errNoUpgrade))
 	}
 	p, code, err := r.initKey(ctx, st, payload, authenticate)
+	clear(payload)
+	st.authorization = ""
 	if err != nil {
 		return refuse(ctx, code, err)
 	}
@@ -95,7 +99,8 @@ func (r *Server) initKey(ctx context.Context, st *wsState, payload transport.Ini
 }
 
 // openWS opens the connection of the socket of st for p, under the key's caps, and gives
-// back its pending slot.
+// back its pending slot. The connection's context ends when the connection is cut off, or
+// when the socket's serving ends (st.end, called by Server.endWS).
 func (r *Server) openWS(ctx context.Context, st *wsState, p *auth.Principal) (context.Context, *transport.InitPayload, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	ws := st.ws
@@ -114,6 +119,7 @@ func (r *Server) openWS(ctx context.Context, st *wsState, p *auth.Principal) (co
 	ws.conn.Store(c)
 	r.releasePending(st)
 	context.AfterFunc(ctx, func() { r.reg.Close(c) })
+	st.end = cancel
 	return conns.WithConn(ctx, c), nil, nil
 }
 
@@ -159,7 +165,7 @@ func (i wsImplementation) Accept(w http.ResponseWriter, r *http.Request, _ trans
 	}
 	ws := &wsConn{coderConn: st.coder, net: dw.conn, writeTimeout: i.srv.writeTimeout, first: st.first}
 	st.coder, st.first, st.ws = nil, nil, ws
-	i.srv.trackWS(r.Context(), ws)
+	i.srv.trackWS(ws)
 	return ws, nil
 }
 

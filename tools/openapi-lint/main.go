@@ -1,5 +1,5 @@
 // Command openapi-lint writes the OpenAPI document as the service serves it with the default
-// settings (servers and contact from config.Default), indented so that the linters' line
+// settings (servers and contact from app.DefaultConfig), indented so that the linters' line
 // numbers are readable, to the file named by its one argument. run.sh lints that file.
 package main
 
@@ -9,7 +9,7 @@ import (
 	"fmt"
 	"os"
 
-	"petstore/config"
+	"petstore/app"
 	"petstore/rest"
 )
 
@@ -26,7 +26,7 @@ func main() {
 
 // write writes the served document, indented, to file.
 func write(file string) error {
-	cfg := config.Default()
+	cfg := app.DefaultConfig()
 	doc, err := rest.OpenAPIDocument(cfg.PublicURL, cfg.StagingURL, rest.Contact{Email: cfg.ContactEmail, URL: cfg.ContactURL})
 	if err != nil {
 		return err

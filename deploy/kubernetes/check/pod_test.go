@@ -20,7 +20,7 @@ func TestGracePeriod(t *testing.T) {
 	duration := func(name string, def time.Duration) time.Duration {
 		v := env(c, name)
 		if v == "" {
-			return def // the service's default (config.Default)
+			return def // the service's default (app.DefaultConfig)
 		}
 		d, err := time.ParseDuration(v)
 		if err != nil {

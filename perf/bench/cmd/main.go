@@ -3,7 +3,7 @@
 // loopback against the same data (the service twice: page cache on, as shipped, and off),
 // drives them with the same workloads in interleaved rounds (A B C D A B C D), and prints one
 // table of requests/s, p50, p99 and the CPU time per request of the server and of the driver
-// (medians across rounds) with the ratios of issues 6, 15 and 29 and their targets.
+// (medians across rounds) with the ratios of issues 6, 15, 29 and 39 and their targets.
 //
 //	go run ./bench/cmd                 # the full bench: 5 rounds of 10 s per workload and server
 //	go run ./bench/cmd -smoke          # CI: 1 round of 2 s, 1,000 rows; only errors fail it
@@ -104,7 +104,7 @@ func parseFlags(args []string, getenv func(string) string, stderr io.Writer) (co
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.BoolVar(&cfg.smoke, "smoke", getenv("BENCH_SMOKE") == "1", "short run for CI: 1 round of 2 s, 1,000 rows; targets reported, not enforced")
-	fs.StringVar(&cfg.mysql, "mysql", cfg.mysql, "MySQL database to create anew (its name + _pages holds the paging rows)")
+	fs.StringVar(&cfg.mysql, "mysql", cfg.mysql, "MySQL database to create anew (its name + _pages holds the paging rows, + _hooks the webhook row)")
 	fs.StringVar(&cfg.redis, "redis", cfg.redis, "Redis for the shared-limiter row")
 	fs.IntVar(&cfg.rounds, "rounds", cfg.rounds, "interleaved rounds")
 	fs.DurationVar(&cfg.round, "round", cfg.round, "how long each workload runs against each server per round")

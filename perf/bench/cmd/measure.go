@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -125,20 +126,37 @@ func (b *bench) settleCell(ctx context.Context, r *row, s *server, round int) (l
 	}
 	sum := res.Summarize(r.workload, b.cfg.conns)
 	sum.Label, sum.Server, sum.Round = r.id+" (settle)", s.name, round
+	if s.hook != nil {
+		// Its pets' deliveries must not fall into the measured run.
+		if _, err := s.hook.drain(ctx, res.Statuses[http.StatusCreated]); err != nil {
+			return sum, err
+		}
+	}
 	return sum, ctx.Err()
 }
 
 // runCell runs row r's workload against s for d and returns its summary, with the server's CPU
-// time per answered request beside the driver's own (loadgen.Summary.DriverCPUusReq).
+// time per answered request beside the driver's own (loadgen.Summary.DriverCPUusReq). On a
+// server with a webhook endpoint the server's CPU time is read once every pet the run created
+// was delivered: it includes their deliveries.
 func (b *bench) runCell(ctx context.Context, r *row, s *server, round int, d time.Duration) (loadgen.Summary, error) {
 	cpu0 := s.cpuTime()
+	var got int64
+	if s.hook != nil {
+		got = s.hook.got.Load()
+	}
 	res, err := loadgen.Run(ctx, loadgen.Options{Addr: s.addr, Conns: b.cfg.conns, Duration: d, Build: b.builder(r, s, round)})
 	if err != nil {
 		return loadgen.Summary{}, err
 	}
-	cpu := s.cpuTime() - cpu0
 	sum := res.Summarize(r.workload, b.cfg.conns)
 	sum.Label, sum.Server, sum.Round = r.id, s.name, round
+	if s.hook != nil {
+		if err := s.hook.deliver(ctx, res, got, &sum); err != nil {
+			return sum, err
+		}
+	}
+	cpu := s.cpuTime() - cpu0
 	if answered := sum.Requests - sum.NetErrors; answered > 0 {
 		sum.CPUusReq = float64(cpu.Microseconds()) / float64(answered)
 	}
@@ -150,5 +168,9 @@ func (b *bench) runCell(ctx context.Context, r *row, s *server, round int, d tim
 	b.logf("round %d/%d %-12s %-22s %8.0f req/s  p50 %-7s p99 %-7s cpu/req %-6s driver %-6s %s", round, b.cfg.rounds, r.id, s.name,
 		sum.RPS, loadgen.FormatMicros(sum.P50us), loadgen.FormatMicros(sum.P99us), loadgen.FormatMicros(sum.CPUusReq),
 		loadgen.FormatMicros(sum.DriverCPUusReq), sum.StatusList())
+	if s.hook != nil {
+		b.logf("round %d/%d %-12s %-22s %8.0f deliveries/s, the last %.2f s after the load", round, b.cfg.rounds, r.id, "receiver",
+			sum.DeliveredPS, sum.DeliveryTailS)
+	}
 	return sum, ctx.Err()
 }

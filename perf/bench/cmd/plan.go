@@ -13,8 +13,9 @@ import (
 	"petstore/perf/bench/internal/loadgen"
 )
 
-// The rows of the table, in the order each round runs them. POST runs last in a round: it
-// grows the table the others read.
+// The rows of the table, in the order each round runs them. POST runs last of its database's
+// rows: it grows the table the others read; POST with a webhook endpoint right after it, on a
+// database of its own, so that the two cells of their ratio run seconds apart.
 const (
 	rowListRedis  = "list-redis"
 	rowList       = "list"
@@ -27,12 +28,14 @@ const (
 	rowPageFirst  = "page-first"
 	rowPageFar    = "page-far"
 	rowPost       = "post"
+	rowPostHook   = "post-hook"
+	rowPostWorker = "post-hook-worker"
 	rowRSS        = "rss" // not a row: the mixed load before the service's memory is read
 )
 
 // rowIDs lists the values -only accepts.
 func rowIDs() []string {
-	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowRSS}
+	return []string{rowListRedis, rowList, rowGraphQL, rowList100, rowGQLConn, rowListSold, rowGet, rowListSQLite, rowPageFirst, rowPageFar, rowPost, rowPostHook, rowPostWorker, rowRSS}
 }
 
 // row is one line of the table: a workload on one database, run against some servers in turn.
@@ -106,6 +109,9 @@ func (b *bench) setUp(ctx context.Context) error {
 	if err := b.layOutMySQL(ctx); err != nil {
 		return err
 	}
+	if err := b.layOutHooks(ctx); err != nil {
+		return err
+	}
 	if err := b.layOutSQLite(ctx); err != nil {
 		return err
 	}
@@ -121,8 +127,7 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	if !slices.ContainsFunc(ids, b.wants) {
 		return nil
 	}
-	b.logf("seeding %d pets in %s", b.cfg.rows, b.cfg.mysql)
-	data, err := prepare(ctx, b.bins[colService], b.cfg.mysql, b.cfg.rows, b.log)
+	data, err := b.seedDB(ctx, b.cfg.mysql, b.cfg.rows)
 	if err != nil {
 		return err
 	}
@@ -160,14 +165,50 @@ func (b *bench) layOutMySQL(ctx context.Context) error {
 	return nil
 }
 
+// layOutHooks seeds the webhook database, starts the service on it with one endpoint
+// registered, whose receiver runs in this process (hookReceiver), and adds the POST row on it;
+// then a second service on it with PETSTORE_WEBHOOK_DELIVER=false, whose pets the first
+// delivers, and the POST row on that one: the cost of the webhooks on the request path alone.
+func (b *bench) layOutHooks(ctx context.Context) error {
+	if !b.wants(rowPostHook) && !b.wants(rowPostWorker) {
+		return nil
+	}
+	dsn, err := siblingDB(b.cfg.mysql, "_hooks")
+	if err != nil {
+		return err
+	}
+	data, err := b.seedDB(ctx, dsn, b.cfg.rows)
+	if err != nil {
+		return err
+	}
+	// The receiver listens on loopback, which the service refuses by default.
+	s, err := b.start(ctx, "service/mysql-hooks", colService, &data, map[string]string{"PETSTORE_WEBHOOK_ALLOW_PRIVATE": "true"})
+	if err != nil {
+		return err
+	}
+	if s.hook, err = listenHooks(); err != nil {
+		return err
+	}
+	if err := s.hook.register(ctx, s); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	b.add(rowPostHook, "REST POST /v1/pets, one webhook endpoint · MySQL", loadgen.Post, s)
+	api, err := b.start(ctx, "service/mysql-hooks-api", colService, &data, map[string]string{"PETSTORE_WEBHOOK_DELIVER": "false"})
+	if err != nil {
+		return err
+	}
+	api.hook = s.hook // the first service delivers its pets, to the same receiver
+	b.add(rowPostWorker, "REST POST /v1/pets, one endpoint, delivered elsewhere · MySQL", loadgen.Post, api)
+	return nil
+}
+
 // layOutSQLite seeds a SQLite database and adds the REST list row on it.
 func (b *bench) layOutSQLite(ctx context.Context) error {
 	if !b.wants(rowListSQLite) {
 		return nil
 	}
 	dsn := "sqlite:" + b.work + "/bench.sqlite"
-	b.logf("seeding %d pets in %s", b.cfg.rows, dsn)
-	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.rows, b.log)
+	data, err := b.seedDB(ctx, dsn, b.cfg.rows)
 	if err != nil {
 		return err
 	}
@@ -188,8 +229,7 @@ func (b *bench) layOutPages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("seeding %d pets in %s", b.cfg.pageRows, dsn)
-	data, err := prepare(ctx, b.bins[colService], dsn, b.cfg.pageRows, b.log)
+	data, err := b.seedDB(ctx, dsn, b.cfg.pageRows)
 	if err != nil {
 		return err
 	}
@@ -206,6 +246,12 @@ func (b *bench) layOutPages(ctx context.Context) error {
 	b.add(rowPageFirst, fmt.Sprintf("page 1, limit %d, %s rows · MySQL", b.cfg.pageLimit, count(b.cfg.pageRows)), loadgen.Page, both...).path = first
 	b.add(rowPageFar, fmt.Sprintf("page %s by cursor, same rows · MySQL", count(b.cfg.farPage())), loadgen.Page, both...).path = far
 	return nil
+}
+
+// seedDB seeds rows pets in the database at dsn anew and creates its key (prepare), saying so.
+func (b *bench) seedDB(ctx context.Context, dsn string, rows int) (dataset, error) {
+	b.logf("seeding %d pets in %s", rows, dsn)
+	return prepare(ctx, b.bins[colService], dsn, rows, b.log)
 }
 
 // startColumns starts a server of each column against data, the database db names.
@@ -241,8 +287,8 @@ func (b *bench) add(id, label, workload string, servers ...*server) *row {
 	return r
 }
 
-// probe checks every service's page cache and one answer of every cell before any load, so
-// that a broken server fails fast.
+// probe checks every service's page cache, one answer of every cell and the delivery of a
+// webhook endpoint's first pet before any load, so that a broken server fails fast.
 func (b *bench) probe(ctx context.Context) error {
 	for _, s := range b.servers {
 		if err := s.checkPageCache(ctx); err != nil {
@@ -255,6 +301,9 @@ func (b *bench) probe(ctx context.Context) error {
 			a, err := loadgen.Probe(ctx, s.addr, b.builder(r, s, 0))
 			if err == nil {
 				err = loadgen.Check(r.workload, a)
+			}
+			if err == nil && s.hook != nil {
+				_, err = s.hook.drain(ctx, 1) // its endpoint gets the pet
 			}
 			if err != nil {
 				b.keepWork = true

@@ -19,7 +19,7 @@ type ratio struct {
 	ok     bool // both sides were measured
 }
 
-// addRatios computes the ratios with a target (issues 6, 15 and 29), then figures without
+// addRatios computes the ratios with a target (issues 6, 15, 29 and 39), then figures without
 // one: the cache's gain, latencies, CPU time per request beside the peers' and the driver's.
 func (rep *report) addRatios(res *results) {
 	svc := func(id string) cellKey { return cellKey{id, colService} }
@@ -39,6 +39,7 @@ func (rep *report) addRatios(res *results) {
 	rep.add("GraphQL list: service / raw's REST list (req/s)", svc(rowGraphQL), listRaw, rps, ">=", 1.00)
 	rep.add("POST: service / raw (req/s)", post, postRaw, rps, ">=", 0.90)
 	rep.add("POST: service / direct (req/s)", post, postDirect, rps, ">=", 1.05)
+	rep.add("POST, webhooks delivered elsewhere / none (CPU per request)", svc(rowPostWorker), post, cpu, "<=", 1.10)
 	rep.addMemory(res)
 	rep.add(fmt.Sprintf("%s p50 latency, cache off, %s", far, first), off(rowPageFar), off(rowPageFirst), p50, "<=", 1.2)
 	rep.add("Redis limiter / in-process limiter, cache off (req/s)", off(rowListRedis), listOff, rps, ">=", 0.90)
@@ -48,6 +49,8 @@ func (rep *report) addRatios(res *results) {
 	rep.add("GraphQL list: cache on / cache off (req/s)", svc(rowGraphQL), off(rowGraphQL), rps, "", 0)
 	rep.add("Redis limiter / in-process limiter, cache on (req/s)", svc(rowListRedis), list, rps, "", 0)
 	rep.add("GraphQL / REST list, same service (req/s)", svc(rowGraphQL), list, rps, "", 0)
+	rep.add("POST, one webhook endpoint / none (req/s)", svc(rowPostHook), post, rps, "", 0)
+	rep.add("POST, webhooks delivered here / none (CPU per request)", svc(rowPostHook), post, cpu, "", 0)
 	rep.add(fmt.Sprintf("%s p50 latency, cache on, %s", far, first), svc(rowPageFar), svc(rowPageFirst), p50, "", 0)
 	rep.addPair("REST list: service / raw (p50 / p99 latency)", list, listRaw, p50, listRaw, p99)
 	rep.addPair("POST: service / raw (p50 / p99 latency)", post, postRaw, p50, postRaw, p99)

@@ -5,6 +5,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"unicode/utf8"
 
 	"petstore/perf/bench/internal/loadgen"
 )
@@ -13,6 +14,8 @@ import (
 type cellStats struct {
 	rps, p50, p99 float64 // requests/s; microseconds
 	cpu, driver   float64 // CPU time per request of the server and of the driver, microseconds
+	delivered     float64 // webhook deliveries received per second, with an endpoint
+	tail          float64 // seconds from the end of the load to the last delivery
 	ok            bool
 }
 
@@ -57,12 +60,14 @@ func medians(runs []loadgen.Summary) cellStats {
 		return median(v)
 	}
 	return cellStats{
-		rps:    pick(func(s loadgen.Summary) float64 { return s.RPS }),
-		p50:    pick(func(s loadgen.Summary) float64 { return s.P50us }),
-		p99:    pick(func(s loadgen.Summary) float64 { return s.P99us }),
-		cpu:    pick(func(s loadgen.Summary) float64 { return s.CPUusReq }),
-		driver: pick(func(s loadgen.Summary) float64 { return s.DriverCPUusReq }),
-		ok:     len(runs) > 0,
+		rps:       pick(func(s loadgen.Summary) float64 { return s.RPS }),
+		p50:       pick(func(s loadgen.Summary) float64 { return s.P50us }),
+		p99:       pick(func(s loadgen.Summary) float64 { return s.P99us }),
+		cpu:       pick(func(s loadgen.Summary) float64 { return s.CPUusReq }),
+		driver:    pick(func(s loadgen.Summary) float64 { return s.DriverCPUusReq }),
+		delivered: pick(func(s loadgen.Summary) float64 { return s.DeliveredPS }),
+		tail:      pick(func(s loadgen.Summary) float64 { return s.DeliveryTailS }),
+		ok:        len(runs) > 0,
 	}
 }
 
@@ -128,11 +133,13 @@ func (rep *report) writeMachine(w io.Writer) {
 	fmt.Fprintln(w)
 }
 
-const labelWidth = 38
-
-// writeCells prints one line per cell, the row's label on its first, then what the columns
-// are.
+// writeCells prints one line per cell, the row's label on its first (the label column as wide
+// as the longest), then what the columns are.
 func (rep *report) writeCells(w io.Writer) {
+	labelWidth := len("workload")
+	for _, r := range rep.plan {
+		labelWidth = max(labelWidth, utf8.RuneCountInString(r.label))
+	}
 	fmt.Fprintf(w, "%-*s  %-9s  %8s %7s %7s %8s %8s\n", labelWidth, "workload", "server", "req/s", "p50", "p99", "cpu/req", "driver")
 	for _, r := range rep.plan {
 		label := r.label
@@ -146,11 +153,17 @@ func (rep *report) writeCells(w io.Writer) {
 			}
 			fmt.Fprintf(w, "%8s %7s %7s %8s %8s\n", count(int(st.rps+0.5)), loadgen.FormatMicros(st.p50),
 				loadgen.FormatMicros(st.p99), loadgen.FormatMicros(st.cpu), loadgen.FormatMicros(st.driver))
+			if s.hook != nil {
+				fmt.Fprintf(w, "%-*s  %-9s  %8s deliveries/s, the last %.2f s after the load\n", labelWidth, "", "receiver",
+					count(int(st.delivered+0.5)), st.tail)
+			}
 		}
 	}
 	fmt.Fprintln(w, "\nservice: as shipped, page cache on; cache-off: the same with PETSTORE_PAGE_CACHE=off;")
 	fmt.Fprintln(w, "direct: Gin + GORM, tuned; raw: net/http + database/sql. cpu/req: the server process's")
 	fmt.Fprintln(w, "CPU time per answered request; driver: the load generator's own, in this process.")
+	fmt.Fprintln(w, "With a webhook endpoint, cpu/req is read once every pet of the run was delivered; the")
+	fmt.Fprintln(w, "receiver answers 204 in this process, its CPU time in driver's.")
 }
 
 // count writes n with thousands separators: 10,000.

@@ -44,6 +44,7 @@ type server struct {
 	cmd    *exec.Cmd
 	exited chan error
 	log    *os.File
+	hook   *hookReceiver // the endpoint registered on it, if any
 }
 
 // startServer starts column's server (binary bin) on a free loopback port against data; extra
@@ -133,6 +134,9 @@ func (s *server) stop() {
 	}
 	s.cmd = nil
 	_ = s.log.Close()
+	if s.hook != nil {
+		s.hook.close()
+	}
 }
 
 // memory returns the process's resident set now and at its peak (VmRSS, VmHWM), in bytes.

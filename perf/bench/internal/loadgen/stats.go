@@ -62,6 +62,11 @@ type Summary struct {
 	CPUusReq  float64        `json:"server_cpu_us_per_req,omitempty"`
 	// DriverCPUusReq is the load generator's own CPU time per answered request (Result.CPU).
 	DriverCPUusReq float64 `json:"driver_cpu_us_per_req,omitempty"`
+	// DeliveredPS is the webhook deliveries the bench's receiver got per second of the run, and
+	// DeliveryTailS how long after the run the last pet it created arrived (a row with a webhook
+	// endpoint).
+	DeliveredPS   float64 `json:"delivered_per_s,omitempty"`
+	DeliveryTailS float64 `json:"delivery_tail_s,omitempty"`
 }
 
 // Summarize returns the summary of r for a workload run with conns connections.
