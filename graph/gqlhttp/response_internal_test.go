@@ -11,7 +11,7 @@ import (
 
 // FuzzWriteResponse checks that writeResponse writes any response whose data is compact JSON,
 // as gqlgen's is, byte for byte as json.Marshal does, on the plain path and off it: errors,
-// extensions, and characters that json.Marshal escapes.
+// extensions, and characters that json.Marshal escapes; and in one Write.
 func FuzzWriteResponse(f *testing.F) {
 	for _, data := range []string{
 		`{"pets":[{"id":"1","name":"Rex","categoryId":"2","status":"AVAILABLE"}]}`,
@@ -43,12 +43,26 @@ func FuzzWriteResponse(f *testing.F) {
 		if err != nil {
 			t.Skip(err)
 		}
-		var got bytes.Buffer
+		var got countingWriter
 		writeResponse(&got, resp)
 		if !bytes.Equal(got.Bytes(), want) {
 			t.Errorf("writeResponse:\ngot  %s\nwant %s", got.Bytes(), want)
 		}
+		if got.writes != 1 {
+			t.Errorf("writeResponse wrote in %d calls; want 1", got.writes)
+		}
 	})
+}
+
+// countingWriter is a bytes.Buffer that counts the calls of Write.
+type countingWriter struct {
+	bytes.Buffer
+	writes int
+}
+
+func (w *countingWriter) Write(b []byte) (int, error) {
+	w.writes++
+	return w.Buffer.Write(b)
 }
 
 // TestPlainResponseTaken checks that the answer of a page of pets takes the plain path, and
@@ -65,8 +79,8 @@ func TestPlainResponseTaken(t *testing.T) {
 		{&graphql.Response{Data: []byte(`null`), Errors: gqlerror.List{{Message: "x"}}}, false},
 		{&graphql.Response{Errors: gqlerror.List{{Message: "x"}}}, false},
 	} {
-		if _, plain := plainTail(tc.resp); plain != tc.plain {
-			t.Errorf("plainTail(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
+		if _, plain := appendPlain(nil, tc.resp); plain != tc.plain {
+			t.Errorf("appendPlain(%s): plain %v; want %v", tc.resp.Data, plain, tc.plain)
 		}
 	}
 }
