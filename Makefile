@@ -97,7 +97,8 @@ outage-test:
 # instance per node; read-your-writes across instances with and without causal reads, paging
 # while two nodes take writes, instances starting at once (PETSTORE_TEST_GALERA_ROUNDS rounds,
 # 20 by default), a node killed under load and rejoining, POSTs a second, cached pages never
-# stale (e2e/paging_galera_test.go, e2e/ops_galera_*_test.go).
+# stale, every pet's webhook delivered once (e2e/paging_galera_test.go, e2e/ops_galera_*_test.go,
+# e2e/webhooks_galera_test.go).
 galera-test:
 	$(GO) vet -tags galera ./e2e/
 	$(GO) test -tags galera -count=1 -run '^TestGalera' -v ./e2e/

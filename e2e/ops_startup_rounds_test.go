@@ -156,9 +156,9 @@ func checkStarted(admin string) []error {
 	var versions, rows, keys, leases int64
 	if err := db.Raw("SELECT COUNT(DISTINCT version_id), COUNT(*) FROM goose_db_version").Row().Scan(&versions, &rows); err != nil {
 		errs = append(errs, err)
-	} else if versions != 6 || rows != 6 { // 0 (goose's own) to 5
+	} else if want := int64(shippedMigrations()) + 1; versions != want || rows != want { // 0 (goose's own) and each migration
 		errs = append(errs, errors.New("goose_db_version: "+strconv.FormatInt(rows, 10)+" rows of "+
-			strconv.FormatInt(versions, 10)+" versions; want 6 of 6"))
+			strconv.FormatInt(versions, 10)+" versions; want "+strconv.FormatInt(want, 10)+" of each"))
 	}
 	if err := db.Raw("SELECT COUNT(*) FROM api_keys").Scan(&keys).Error; err != nil {
 		errs = append(errs, err)

@@ -25,12 +25,29 @@ import (
 // (in process), on one database; params are added to each instance's PETSTORE_DB.
 func galeraInstances(t *testing.T, params string) ([]*testAPI, *dbtest.Galera) {
 	t.Helper()
+	g, dbs := galeraDBs(t, params)
+	var apis []*testAPI
+	for _, db := range dbs {
+		apis = append(apis, newTestAPIConfig(t, db, app.DefaultConfig()))
+	}
+	// One key for all: made on node 1, it reaches the others by replication.
+	key := apis[0].createKey(t, auth.KeySpec{Plan: "enterprise", PerMinute: 1_000_000, PerDay: 10_000_000})
+	for _, api := range apis {
+		api.key = key
+	}
+	return apis, g
+}
+
+// galeraDBs starts a 3-node Galera cluster and opens one migrated database on it through each
+// node; params are added to each node's DSN.
+func galeraDBs(t *testing.T, params string) (*dbtest.Galera, []*store.DB) {
+	t.Helper()
 	quiet(t)
 	g := dbtest.StartGalera(t, 3)
 	if err := g.Nodes[0].Exec("CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
 		t.Fatal(err)
 	}
-	var apis []*testAPI
+	var dbs []*store.DB
 	for i, node := range g.Nodes {
 		db, err := store.Open(context.Background(), node.DSN("petstore")+params, store.DefaultPool)
 		if err != nil {
@@ -42,15 +59,9 @@ func galeraInstances(t *testing.T, params string) ([]*testAPI, *dbtest.Galera) {
 				t.Fatal(err)
 			}
 		}
-		api := newTestAPIConfig(t, db, app.DefaultConfig())
-		apis = append(apis, api)
+		dbs = append(dbs, db)
 	}
-	// One key for all: made on node 1, it reaches the others by replication.
-	key := apis[0].createKey(t, auth.KeySpec{Plan: "enterprise", PerMinute: 1_000_000, PerDay: 10_000_000})
-	for _, api := range apis {
-		api.key = key
-	}
-	return apis, g
+	return g, dbs
 }
 
 // TestGaleraReadYourWrites creates pets through one instance and reads each at once through

@@ -106,35 +106,6 @@ func mysqlHookInstances(t *testing.T, cfgs ...config.Config) []*testAPI {
 	return apis
 }
 
-// TestWebhookGalera runs an instance on each node of a 3-node Galera cluster, and checks that
-// every pet created on any node is delivered exactly once (checkEveryPetOnce): the nodes'
-// fan-outs of one endpoint conflict at commit, and the later one is rolled back.
-func TestWebhookGalera(t *testing.T) {
-	quiet(t)
-	g := dbtest.StartGalera(t, 3)
-	if err := g.Nodes[0].Exec("CREATE DATABASE petstore CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"); err != nil {
-		t.Fatal(err)
-	}
-	var apis []*testAPI
-	for i, node := range g.Nodes {
-		db, err := store.Open(context.Background(), node.DSN("petstore"), store.DefaultPool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		if i == 0 {
-			if _, err := db.Migrate(context.Background()); err != nil {
-				t.Fatal(err)
-			}
-		}
-		apis = append(apis, newHookAPI(t, db, hookConfig(time.Second)))
-	}
-	for _, api := range apis[1:] { // one key, made on node 1, for all
-		api.key = apis[0].key
-	}
-	checkEveryPetOnce(t, apis)
-}
-
 // checkEveryPetOnce registers an endpoint on the first of apis, and creates pets on each in
 // turn from right after its 201, those of the others before their dispatchers' first poll
 // since. Every pet must reach the receiver exactly once: one delivery and one request each,
