@@ -34,6 +34,9 @@ func TestDropsData(t *testing.T) {
 	if got := dropsData(drops); !slices.Equal(got, drops) {
 		t.Errorf("taken to drop data: %q; want all of %q", got, drops)
 	}
+	notTableOrColumn := func(s string) bool {
+		return !strings.HasPrefix(s, "DROP TABLE ") && !strings.Contains(s, " DROP COLUMN ")
+	}
 	for _, dialect := range []string{MySQL, SQLite} {
 		names, err := fs.Glob(files, dialect+"/*.sql")
 		if err != nil || len(names) == 0 {
@@ -42,7 +45,7 @@ func TestDropsData(t *testing.T) {
 		for _, name := range names {
 			text, _ := files.ReadFile(name)
 			got := dropsData(downSection(string(text)))
-			if len(got) == 0 || slices.ContainsFunc(got, func(s string) bool { return !strings.HasPrefix(s, "DROP TABLE ") && !strings.Contains(s, " DROP COLUMN ") }) {
+			if len(got) == 0 || slices.ContainsFunc(got, notTableOrColumn) {
 				t.Errorf("%s: statements that drop data: %q; want its DROP TABLEs and DROP COLUMNs", name, got)
 			}
 		}

@@ -98,16 +98,24 @@ func (s *Store) Create(ctx context.Context, input models.NewPet) (*models.Pet, e
 	if err != nil {
 		return nil, store.WriteError(err)
 	}
+	if s.settle != nil && (s.pages != nil || s.created != nil) { // on SQLite every write commits in id order
+		store.OnCommit(ctx, func() { s.committed(pet.ID, start) })
+	}
 	if s.created != nil {
-		if s.settle != nil { // on SQLite no pet is late
-			store.OnCommit(ctx, func() { s.writeLate(pet.ID, start) })
-		}
 		store.OnCommit(ctx, s.created)
 	}
-	if s.pages != nil && s.settle != nil { // on SQLite every write commits in id order
-		store.OnCommit(ctx, func() { s.pages.committed(pet.ID, start) })
-	}
 	return &pet, nil
+}
+
+// committed tells what waits for a late pet that the pet id, whose write began at start, has
+// committed: the page cache (PageCache.committed) and the webhooks outbox (writeLate).
+func (s *Store) committed(id int64, start time.Time) {
+	if s.pages != nil {
+		s.pages.committed(id, start)
+	}
+	if s.created != nil {
+		s.writeLate(id, start)
+	}
 }
 
 // writeLate writes the outbox row of the pet id, whose write began at start and has just
