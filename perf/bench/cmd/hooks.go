@@ -97,3 +97,40 @@ func (h *hookReceiver) deliver(ctx context.Context, res loadgen.Result, got int6
 
 // close stops the receiver.
 func (h *hookReceiver) close() { _ = h.srv.Close() }
+
+// layOutHooks seeds the webhook database, starts the service on it with one endpoint
+// registered, whose receiver runs in this process (hookReceiver), and adds the POST row on it;
+// then a second service on it with PETSTORE_WEBHOOK_DELIVER=false, whose pets the first
+// delivers, and the POST row on that one: the cost of the webhooks on the request path alone.
+func (b *bench) layOutHooks(ctx context.Context) error {
+	if !b.wants(rowPostHook) && !b.wants(rowPostWorker) {
+		return nil
+	}
+	dsn, err := siblingDB(b.cfg.mysql, "_hooks")
+	if err != nil {
+		return err
+	}
+	data, err := b.seedDB(ctx, dsn, b.cfg.rows)
+	if err != nil {
+		return err
+	}
+	// The receiver listens on loopback, which the service refuses by default.
+	s, err := b.start(ctx, "service/mysql-hooks", colService, &data, map[string]string{"PETSTORE_WEBHOOK_ALLOW_PRIVATE": "true"})
+	if err != nil {
+		return err
+	}
+	if s.hook, err = listenHooks(); err != nil {
+		return err
+	}
+	if err := s.hook.register(ctx, s); err != nil {
+		return fmt.Errorf("%s: %w", s.name, err)
+	}
+	b.add(rowPostHook, "REST POST /v1/pets, one webhook endpoint · MySQL", loadgen.Post, s)
+	api, err := b.start(ctx, "service/mysql-hooks-api", colService, &data, map[string]string{"PETSTORE_WEBHOOK_DELIVER": "false"})
+	if err != nil {
+		return err
+	}
+	api.hook = s.hook // the first service delivers its pets, to the same receiver
+	b.add(rowPostWorker, "REST POST /v1/pets, one endpoint, delivered elsewhere · MySQL", loadgen.Post, api)
+	return nil
+}
