@@ -135,9 +135,10 @@ func burstPets(t *testing.T, s *liveServer, db *store.DB, n int) int64 {
 // cursorOf returns the cursor of the pet with id, as petsConnection gives it.
 func cursorOf(id int64) string { return models.EncodeCursor(id) }
 
-// metricsText returns the /metrics page.
+// metricsText returns the /metrics page, read on a connection of its own: a kept-alive one
+// that the server has since closed (after a flood, say) would end the read with EOF.
 func metricsText(t testing.TB, base string) string {
-	resp, err := http.Get(base + "/metrics")
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Get(base + "/metrics")
 	if err != nil {
 		t.Fatal(err)
 	}
