@@ -96,10 +96,13 @@ func startRound(t *testing.T, dsns []string, admin string) []error {
 
 // startWithin starts `petstore serve` on dsn as a process of this test binary and returns it
 // with its base address and the development key it printed once it has printed its address,
-// or an error when it has not within roundStartWithin (it is killed then).
+// or an error when it has not within roundStartWithin (it is killed then); the error ends with
+// what the instance logged.
 func startWithin(t *testing.T, dsn string) (cmd *exec.Cmd, base, devKey string, err error) {
 	cmd = exec.Command(os.Args[0], "serve")
 	cmd.Env = []string{"PETSTORE_TEST_AS_BINARY=1", "PETSTORE_ADDR=127.0.0.1:0", "PETSTORE_DB=" + dsn}
+	logs := new(lockedBuffer)
+	cmd.Stderr = logs
 	lines := bufio.NewScanner(startPiped(t, cmd))
 	started := make(chan struct{})
 	go func() {
@@ -123,10 +126,12 @@ func startWithin(t *testing.T, dsn string) (cmd *exec.Cmd, base, devKey string, 
 	case <-time.After(roundStartWithin):
 		_ = cmd.Process.Kill()
 		<-started
-		return cmd, "", "", errors.New("not started within " + roundStartWithin.String())
+		_ = cmd.Wait()
+		return cmd, "", "", errors.New("not started within " + roundStartWithin.String() + "; its log:\n" + logs.String())
 	}
 	if base == "" {
-		return cmd, "", "", errors.New("exited before it served")
+		_ = cmd.Wait()
+		return cmd, "", "", errors.New("exited before it served; its log:\n" + logs.String())
 	}
 	return cmd, base, devKey, nil
 }

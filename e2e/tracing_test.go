@@ -210,6 +210,13 @@ func (l *lockedBuffer) Write(p []byte) (int, error) {
 	return l.b.Write(p)
 }
 
+// String returns what was written so far.
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
 // captureLog makes the default logger write JSON lines, as the service does, to the buffer it
 // returns, for t.
 func captureLog(t *testing.T) *lockedBuffer {
