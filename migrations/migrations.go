@@ -52,7 +52,8 @@ const recheckEvery = time.Second
 // one migrates and the others poll until it is done. goose's own start (creating its version
 // table and its first row) is not safe to run on two nodes at once (TestGaleraStartTogether).
 // A waiter looks every recheckEvery whether the migrations are applied, and goes on once they
-// are, whether or not the lease is free.
+// are, whether or not the lease is free; a look that a DDL replicated from the migrating node
+// aborts (1213, dblock.RolledBack) is taken again.
 func Apply(ctx context.Context, db *sql.DB, dialect string) (int, error) {
 	switch dialect {
 	case SQLite:
@@ -90,11 +91,20 @@ func whileBehind(ctx context.Context, db *sql.DB, fn func() error) error {
 		defer db.SetMaxOpenConns(1)
 	}
 	for deadline := time.Now().Add(migrateLockWait); ; {
-		if pending, err := Pending(ctx, db, MySQL); err != nil || len(pending) == 0 {
+		pending, err := Pending(ctx, db, MySQL)
+		if (err != nil && !dblock.RolledBack(err)) || (err == nil && len(pending) == 0) {
 			return err
 		}
 		if !time.Now().Before(deadline) {
 			return fmt.Errorf("migrations: another instance has been migrating for %v; try again", migrateLockWait)
+		}
+		if err != nil { // on Galera, a DDL that another node's migrations run ends reads too
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(recheckEvery):
+			}
+			continue
 		}
 		lock, err := dblock.Acquire(ctx, db, "petstore-migrate", recheckEvery)
 		if err != nil {

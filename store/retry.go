@@ -15,6 +15,7 @@ import (
 	"gorm.io/gorm"
 
 	"petstore/apierr"
+	"petstore/internal/dblock"
 )
 
 // The one retry policy of every write (plain statements, transactions, key creation): at most
@@ -29,23 +30,13 @@ const (
 	retryCap    = 200 * time.Millisecond
 )
 
-// MySQL server errors after which the statement or transaction was rolled back, or never run,
-// so that running it again is safe: deadlock, and Galera's certification failure, which
-// reports the same number (1213); lock wait timeout (1205); a Galera node not ready
-// (1047: it is not in the primary component, its statements run nowhere).
-var mysqlRolledBack = map[uint16]bool{1213: true, 1205: true, 1047: true}
-
 // Retryable reports whether err says that the write it ended had no effect and may simply run
 // again: the server rolled it back (deadlock or certification failure, lock wait timeout, a
 // Galera node not ready) or the driver knows nothing was sent (driver.ErrBadConn). A lost
 // connection is not retryable on its own: an autocommit statement or a COMMIT may have taken
 // effect (see LostConnection and Transact).
 func Retryable(err error) bool {
-	var myErr *mysqldriver.MySQLError
-	if errors.As(err, &myErr) {
-		return mysqlRolledBack[myErr.Number]
-	}
-	return errors.Is(err, driver.ErrBadConn)
+	return dblock.RolledBack(err) || errors.Is(err, driver.ErrBadConn)
 }
 
 // mysqlConnectionEnded are MySQL server errors that end the connection: killed (MariaDB's

@@ -48,6 +48,15 @@ func NodeLocal(ctx context.Context, db *sql.DB) (bool, error) {
 	return strings.EqualFold(value, "ON"), nil
 }
 
+// RolledBack reports whether err is a MySQL error after which the statement had no effect and
+// may simply run again: a deadlock, or on Galera a certification failure or an abort by a DDL
+// replicated from another node, which ends reads too (1213); a lock wait timeout (1205); a
+// Galera node not ready (1047: it is not in the primary component, its statements run nowhere).
+func RolledBack(err error) bool {
+	var myErr *mysql.MySQLError
+	return errors.As(err, &myErr) && (myErr.Number == 1213 || myErr.Number == 1205 || myErr.Number == 1047)
+}
+
 // Lock is a named lock held by a connection of its own, or on Galera a lease held by holder.
 type Lock struct {
 	conn    *sql.Conn
@@ -111,8 +120,9 @@ const pollEvery = 100 * time.Millisecond
 
 // acquireLease takes the lease of purpose, waiting at most wait for it: an expired lease is
 // deleted and taken over. Two nodes inserting the lease at once cannot both succeed: the row's
-// primary key makes the second a duplicate (1062) or a certification failure (1213). The table
-// is made by the first lease of the database, which is the migrations' (a user that may not
+// primary key makes the second a duplicate (1062) or a certification failure (1213); a statement
+// the server rolled back (RolledBack) is tried again too. The table is made by the first lease
+// of the database, which is the migrations' (a user that may not
 // create tables finds it there).
 func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Duration) (*Lock, error) {
 	var token [16]byte
@@ -131,15 +141,18 @@ func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Dur
 		}
 		var myErr *mysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == 1146 && !created { // no such table
-			if _, err := db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS petstore_locks ("+
+			_, err = db.ExecContext(ctx, "CREATE TABLE IF NOT EXISTS petstore_locks ("+
 				"name VARCHAR(64) NOT NULL PRIMARY KEY, holder CHAR(32) CHARACTER SET ascii NOT NULL, "+
-				"expires DATETIME(6) NOT NULL) ENGINE = InnoDB"); err != nil {
+				"expires DATETIME(6) NOT NULL) ENGINE = InnoDB")
+			if err == nil {
+				created = true
+				continue
+			}
+			if !RolledBack(err) {
 				return nil, fmt.Errorf("dblock: the lease table: %w", err)
 			}
-			created = true
-			continue
 		}
-		if !errors.As(err, &myErr) || (myErr.Number != 1062 && myErr.Number != 1213) {
+		if !RolledBack(err) && !(errors.As(err, &myErr) && myErr.Number == 1062) {
 			return nil, fmt.Errorf("dblock: lease %s: %w", purpose, err)
 		}
 		if !time.Now().Before(deadline) {
