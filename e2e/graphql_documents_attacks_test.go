@@ -52,7 +52,8 @@ func jsonBody(v any) string {
 // listed hash, a batch, multipart, hostile ids); each is refused with the documented code and
 // status and charged 1. What a listed document may vary (its variables, which of its operations
 // runs) it does, at its stored cost; a listed mutation by GET gets 405, and one without its
-// variables or operation the error of any request that cannot run.
+// variables or operation the error of any request that cannot run. No answer repeats more than
+// a short part of what it was sent: none is over 1 KiB.
 func TestDocumentsAttacksHTTP(t *testing.T) {
 	hash := documents.Hash(listPetsBody)
 	apq := func(query, h string) string {
@@ -138,6 +139,9 @@ func TestDocumentsAttacksHTTP(t *testing.T) {
 				got.cost, left = left-now, now // what the request was charged, extensions.cost or not
 				if got != want {
 					t.Errorf("%s, %s: got %+v; want %+v", mode, c.name, got, want)
+				}
+				if len(resp.body) > 1024 {
+					t.Errorf("%s, %s: a refusal of %d bytes; want at most 1 KiB, whatever the request sent", mode, c.name, len(resp.body))
 				}
 			}
 			multipart := post("/v1/graphql", "--b\r\nContent-Disposition: form-data; name=\"operations\"\r\n\r\n"+text(evil)+"\r\n--b--\r\n")
