@@ -43,5 +43,5 @@ func newWebhooks(cfg config.Config, db *store.DB, petStore *pets.Store, metrics 
 		return hooks{}, err
 	}
 	petStore.Outbox(d.Wake)
-	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, w.SecretGrace, cfg.DBTimeout), dispatcher: d}, nil
+	return hooks{endpoints: webhooks.NewEndpoints(db, addrs, petStore.After, w.SecretGrace, cfg.DBTimeout), dispatcher: d}, nil
 }

@@ -47,6 +47,7 @@ type Endpoints struct {
 	db      *gorm.DB
 	mysql   bool
 	addrs   Addresses
+	tail    Tail          // the settled pages of the pets table, which replays read
 	grace   time.Duration // how long a rotated secret still signs
 	timeout time.Duration // of each statement
 }
@@ -54,10 +55,10 @@ type Endpoints struct {
 // DefaultGrace is how long a replaced secret still signs each delivery after a rotation.
 const DefaultGrace = 24 * time.Hour
 
-// NewEndpoints returns the Endpoints of db, whose urls addrs checks, whose rotated secrets sign
-// for grace, and whose statements take at most timeout.
-func NewEndpoints(db *store.DB, addrs Addresses, grace, timeout time.Duration) *Endpoints {
-	return &Endpoints{db: db.DB, mysql: db.Dialect == migrations.MySQL, addrs: addrs, grace: grace, timeout: timeout}
+// NewEndpoints returns the Endpoints of db, whose urls addrs checks, whose replays read the pets
+// with tail, whose rotated secrets sign for grace, and whose statements take at most timeout.
+func NewEndpoints(db *store.DB, addrs Addresses, tail Tail, grace, timeout time.Duration) *Endpoints {
+	return &Endpoints{db: db.DB, mysql: db.Dialect == migrations.MySQL, addrs: addrs, tail: tail, grace: grace, timeout: timeout}
 }
 
 // endpointColumns are the columns an Endpoint is listed from.

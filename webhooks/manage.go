@@ -85,9 +85,12 @@ type Replayed struct {
 const ReplayBatch = 1000
 
 // Replay queues, for the endpoint id of the key keyID, a new delivery of pet.created for each
-// pet after the cursor after, at most ReplayBatch of them, and enables the endpoint again if
-// it was disabled: it then gets the pets above the highest id, as a new one. A missing or
-// foreign cursor is INVALID_REQUEST; an unknown endpoint NOT_FOUND.
+// pet after the cursor after, at most ReplayBatch of them, read as a settled page (Tail), so
+// that the cursor it answers passes no pet that can still commit but a late one (as a
+// listing's). It enables the endpoint again if it was disabled: the endpoint then gets the
+// pets above the page when no more follow it, else above the highest id, the next replays
+// bringing those between. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint
+// NOT_FOUND.
 func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *string) (Replayed, error) {
 	var r Replayed
 	if after == nil {
@@ -102,30 +105,35 @@ func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *s
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	page, more, err := s.tail(ctx, from, ReplayBatch, nil)
+	if err != nil {
+		return r, apiError(err)
+	}
+	r = Replayed{Queued: len(page), More: more}
+	upTo := from // the page's last pet: every pet after the cursor up to it is replayed
+	if len(page) > 0 {
+		upTo = page[len(page)-1].ID
+		r.Cursor = new(models.EncodeCursor(upTo))
+	}
 	err = store.Transact(ctx, s.db, func(tx *gorm.DB) error {
-		var ids []int64
-		if err := tx.Raw("SELECT id FROM pets WHERE id > ? ORDER BY id LIMIT ?", from, ReplayBatch+1).Scan(&ids).Error; err != nil {
-			return err
-		}
-		r = Replayed{More: len(ids) > ReplayBatch}
-		ids = ids[:min(len(ids), ReplayBatch)]
 		now := time.Now().UTC()
-		ds := make([]newDelivery, len(ids))
-		for i, pet := range ids {
-			ds[i] = newDelivery{endpoint: id, pet: pet, at: now}
+		ds := make([]newDelivery, len(page))
+		for i, p := range page {
+			ds[i] = newDelivery{endpoint: id, pet: p.ID, at: now}
 		}
 		if err := insertDeliveries(tx, ds, now); err != nil {
 			return err
-		}
-		if r.Queued = len(ids); r.Queued > 0 {
-			r.Cursor = new(models.EncodeCursor(ids[len(ids)-1]))
 		}
 		var last int64
 		if err := tx.Raw("SELECT COALESCE(MAX(id), 0) FROM pets").Scan(&last).Error; err != nil {
 			return err
 		}
+		queued := min(upTo, last)
+		if more {
+			queued = last
+		}
 		err := tx.Exec("UPDATE webhook_endpoints SET after_id = ?, queued_id = ? WHERE id = ? AND disabled_at IS NOT NULL",
-			last, last, id).Error
+			queued, queued, id).Error
 		if err != nil {
 			return err
 		}

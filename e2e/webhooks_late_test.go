@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"petstore/models"
+	"petstore/store"
+	"petstore/testkit/dbtest"
+)
+
+// slowWrites makes the INSERT of every pet named "Slow:S" take S seconds more, its row in the
+// table and uncommitted meanwhile (a trigger sleeps after the row is in): a write held up as by
+// a slow disk or a lock, through the public surface.
+func slowWrites(t *testing.T, db *store.DB) {
+	t.Helper()
+	err := db.Exec("CREATE TRIGGER pets_slow AFTER INSERT ON pets FOR EACH ROW" +
+		" SET @slept = IF(NEW.name LIKE 'Slow:%', SLEEP(CAST(SUBSTRING(NEW.name, 6) AS DECIMAL(6,3))), 0)").Error
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// waitWriting waits until n slow writes (slowWrites) of db's database are under way.
+func waitWriting(t *testing.T, db *store.DB, n int64) {
+	t.Helper()
+	within(t, 5*time.Second, strconv.FormatInt(n, 10)+" slow writes under way", func() bool {
+		var got int64
+		err := db.Raw("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE STATE = 'User sleep' AND DB = DATABASE()").Scan(&got).Error
+		return err == nil && got >= n
+	})
+}
+
+// TestWebhookReplayEnablesWhileWriting replays to enable a disabled endpoint while a pet's
+// write is under way (2 s, its row in the table uncommitted), below a pet that committed: the
+// replay reads a settled page, so it waits for the slow pet and queues both, and its cursor
+// passes neither; the endpoint then gets the next pet. Each pet after the cursor is queued
+// once and reaches the receiver.
+func TestWebhookReplayEnablesWhileWriting(t *testing.T) {
+	db := dbtest.New(t, "mysql")
+	api := newHookAPI(t, db, hookConfig(50*time.Millisecond, 50*time.Millisecond))
+	var failing atomic.Bool
+	failing.Store(true)
+	rcv := newReceiver(t, func(int) int {
+		if failing.Load() {
+			return http.StatusInternalServerError
+		}
+		return http.StatusNoContent
+	})
+	id, _ := api.createHook(t, rcv.URL)
+	lost := postDirect(t, api, "Lost")
+	waitDeliveries(t, api, id, func(ds []delivery) bool { return len(ds) == 1 && ds[0].Status == "failed" })
+	if list := api.do(t, get("/v1/webhooks")); !strings.Contains(list.body, `"disabled":true`) {
+		t.Fatalf("list: got %s; want the endpoint disabled", list.body)
+	}
+	failing.Store(false)
+
+	slowWrites(t, db)
+	var (
+		wg   sync.WaitGroup
+		slow int64
+	)
+	wg.Go(func() { slow = postDirect(t, api, "Slow:2") })
+	waitWriting(t, db, 1)
+	fast := postDirect(t, api, "Fast")
+	resp := api.do(t, post("/v1/webhooks/"+id+"/replay", `{"after":"`+models.EncodeCursor(lost)+`"}`))
+	wg.Wait()
+	var replayed struct {
+		Queued int
+		Cursor string
+		More   bool
+	}
+	_ = json.Unmarshal([]byte(resp.body), &replayed)
+	if resp.status != http.StatusAccepted || replayed.Queued != 2 || replayed.Cursor != models.EncodeCursor(fast) || replayed.More {
+		t.Errorf("replay after %d while %d is written: got %d %s; want 202, 2 queued up to %d", lost, slow, resp.status, resp.body, fast)
+	}
+	next := postDirect(t, api, "Next")
+
+	want := map[int64]bool{slow: true, fast: true, next: true}
+	rcv.waitFor(t, 10*time.Second, "every pet after the cursor delivered", func(c []hookCall) bool {
+		got := 0
+		for _, call := range c {
+			if want[decodeEvent(t, call).Data.Pet.ID] {
+				got++
+			}
+		}
+		return got >= len(want)
+	})
+	within(t, 5*time.Second, "the slow pet's outbox row taken", func() bool { return outboxRows(t, db) == 0 })
+	perPet := map[string]int{}
+	for _, d := range waitDeliveries(t, api, id, func([]delivery) bool { return true }) {
+		perPet[d.Cursor]++
+	}
+	for pet := range want {
+		if n := perPet[models.EncodeCursor(pet)]; n != 1 {
+			t.Errorf("pet %d: %d deliveries queued; want 1", pet, n)
+		}
+	}
+}
