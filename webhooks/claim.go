@@ -14,13 +14,12 @@ import (
 // claimBatch is the most deliveries one claim takes.
 const claimBatch = 200
 
-// EndpointState is what signs an endpoint's deliveries, and since when it fails; exported
-// for GORM, which scans only exported embedded structs.
+// EndpointState is what signs an endpoint's deliveries; exported for GORM, which scans only
+// exported embedded structs.
 type EndpointState struct {
 	Secret         string
 	OldSecret      *string
 	OldSecretUntil *time.Time
-	FailingSince   *time.Time
 }
 
 // job is a claimed delivery with what its request needs.
@@ -67,7 +66,7 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]job, error) {
 		return nil, err
 	}
 	var jobs []job
-	err = d.db.WithContext(ctx).Raw("SELECT d.id, d.endpoint_id, d.pet_id, d.event_at, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until, e.failing_since,"+
+	err = d.db.WithContext(ctx).Raw("SELECT d.id, d.endpoint_id, d.pet_id, d.event_at, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until,"+
 		" p.name, p.category_id, p.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN pets p ON p.id = d.pet_id"+
 		" WHERE d.id IN ("+placeholders(len(ids)-1)+")", ids[1:]...).Scan(&jobs).Error
 	return jobs, err

@@ -32,7 +32,7 @@ type target struct {
 }
 
 // targetsSQL reads the targets of a fan-out.
-var targetsSQL = "SELECT id, url, secret, old_secret, old_secret_until, failing_since, after_id, queued_id FROM webhook_endpoints" +
+var targetsSQL = "SELECT id, url, secret, old_secret, old_secret_until, after_id, queued_id FROM webhook_endpoints" +
 	" WHERE disabled_at IS NULL AND events LIKE '%" + PetCreated + "%' ORDER BY id"
 
 // errMoved rolls back a fan-out whose endpoints changed since it read them: another

@@ -18,13 +18,11 @@ func (d *Dispatcher) record(batch []result) error {
 	defer cancel()
 	now := time.Now().UTC()
 	byStatus := map[int][]any{}
-	var okEndpoints []any
+	okEndpoints := map[string]bool{}
 	for _, r := range batch {
 		if r.err == "" {
 			byStatus[r.status] = append(byStatus[r.status], r.job.ID)
-			if r.job.FailingSince != nil {
-				okEndpoints = append(okEndpoints, r.job.EndpointID)
-			}
+			okEndpoints[r.job.EndpointID] = true
 		}
 	}
 	for status, ids := range byStatus {
@@ -37,12 +35,8 @@ func (d *Dispatcher) record(batch []result) error {
 		}
 		d.Metrics.delivered.Add(float64(len(ids)))
 	}
-	if len(okEndpoints) > 0 {
-		err := d.db.WithContext(ctx).Exec("UPDATE webhook_endpoints SET failing_since = NULL WHERE failing_since IS NOT NULL AND id IN ("+
-			placeholders(len(okEndpoints))+")", okEndpoints...).Error
-		if err != nil {
-			return err
-		}
+	if err := d.notFailing(ctx, okEndpoints); err != nil {
+		return err
 	}
 	for _, r := range batch {
 		if r.err != "" {
@@ -52,6 +46,32 @@ func (d *Dispatcher) record(batch []result) error {
 		}
 	}
 	return nil
+}
+
+// notFailing clears the failing_since of those of the endpoints ids that have one: each had a
+// success. It reads them first, rather than trusting what a job saw when it was queued or
+// claimed, since another attempt may have failed in between; a plain read, so that the common
+// case, no endpoint failing, locks no row.
+func (d *Dispatcher) notFailing(ctx context.Context, ids map[string]bool) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	args := make([]any, 0, len(ids))
+	for id := range ids {
+		args = append(args, id)
+	}
+	var failing []string
+	err := d.db.WithContext(ctx).Raw("SELECT id FROM webhook_endpoints WHERE failing_since IS NOT NULL AND id IN ("+placeholders(len(args))+")", args...).
+		Scan(&failing).Error
+	if err != nil || len(failing) == 0 {
+		return err
+	}
+	args = args[:0]
+	for _, id := range failing {
+		args = append(args, id)
+	}
+	return d.db.WithContext(ctx).Exec("UPDATE webhook_endpoints SET failing_since = NULL WHERE failing_since IS NOT NULL AND id IN ("+
+		placeholders(len(args))+")", args...).Error
 }
 
 // recordFailure writes the failed attempt r.

@@ -1,0 +1,101 @@
+package e2e
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"petstore/store"
+	"petstore/testkit/dbtest"
+)
+
+// TestWebhookSuccessKeepsEndpoint has the receiver fail every attempt of one pet, and
+// acknowledge another that was sent before the first failure was recorded, once it was: the
+// endpoint had a success after its deliveries began to fail, so when the failing delivery
+// fails for good it stays enabled, and gets the next pet. The schedule's first wait (3 s) is
+// longer than what the later attempts span, so only the success can keep it enabled.
+func TestWebhookSuccessKeepsEndpoint(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		api := newHookAPI(t, db, hookConfig(3*time.Second, 100*time.Millisecond, 100*time.Millisecond))
+		var hookID atomic.Value
+		goodSent := make(chan struct{})
+		var once sync.Once
+		rcv := newReceiverBy(t, func(ev event) int {
+			switch ev.Data.Pet.Name {
+			case "Poison":
+				select { // its first failure is recorded after Good was sent
+				case <-goodSent:
+				case <-time.After(5 * time.Second):
+				}
+				return http.StatusInternalServerError
+			case "Good":
+				once.Do(func() { close(goodSent) })
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+					if failedOnce(api, hookID.Load().(string)) {
+						break
+					}
+				}
+			}
+			return http.StatusNoContent
+		})
+		id, _ := api.createHook(t, rcv.URL)
+		hookID.Store(id)
+		postPetNamed(t, api, "Poison")
+		postPetNamed(t, api, "Good")
+		waitDeliveries(t, api, id, func(ds []delivery) bool {
+			done := 0
+			for _, d := range ds {
+				if d.Status == "failed" || d.Status == "delivered" {
+					done++
+				}
+			}
+			return len(ds) == 2 && done == 2
+		})
+		if list := api.do(t, get("/v1/webhooks")); !strings.Contains(list.body, `"disabled":false`) {
+			t.Fatalf("list: got %s; want the endpoint enabled: a delivery succeeded after the failures began", list.body)
+		}
+		postPetNamed(t, api, "After")
+		rcv.waitFor(t, 10*time.Second, "the next pet delivered", func(c []hookCall) bool { return names(t, c)["After"] })
+	})
+}
+
+// newReceiverBy starts a receiver, which the test closes, that answers each delivery with the
+// status that status returns of its event.
+func newReceiverBy(t *testing.T, status func(ev event) int) *receiver {
+	t.Helper()
+	r := &receiver{}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		r.calls = append(r.calls, hookCall{req.Header.Clone(), body})
+		r.mu.Unlock()
+		var ev event
+		_ = json.Unmarshal(body, &ev)
+		w.WriteHeader(status(ev))
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+// failedOnce reports whether the endpoint id lists a delivery that failed an attempt with a
+// 500, read through api's handler from any goroutine.
+func failedOnce(api *testAPI, id string) bool {
+	r := httptest.NewRequest(http.MethodGet, "/v1/webhooks/"+id+"/deliveries", nil)
+	r.Header.Set("Authorization", "Bearer "+api.key)
+	rec := httptest.NewRecorder()
+	api.h.ServeHTTP(rec, r)
+	var ds []delivery
+	_ = json.Unmarshal(rec.Body.Bytes(), &ds)
+	for _, d := range ds {
+		if d.LastStatus != nil && *d.LastStatus == http.StatusInternalServerError {
+			return true
+		}
+	}
+	return false
+}
