@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,4 +100,36 @@ func failedOnce(api *testAPI, id string) bool {
 		}
 	}
 	return false
+}
+
+// TestWebhookReplayHostileCursors sends replays whose cursor is a client's mistake or an
+// attack: each is refused with 400 invalid_request, never a 5xx, in an answer of at most
+// 1 KiB however long the cursor; a cursor past every pet queues nothing.
+func TestWebhookReplayHostileCursors(t *testing.T) {
+	forEachStore(t, func(t *testing.T, api *testAPI) {
+		id, _ := api.createHook(t, publicURL)
+		cursor := func(s string) string { return base64.RawURLEncoding.EncodeToString([]byte(s)) }
+		path := "/v1/webhooks/" + id + "/replay"
+		for name, body := range map[string]string{
+			"quotes":    `{"after":"` + strings.Repeat(`\"`, 400_000) + `"}`,
+			"long":      `{"after":"` + strings.Repeat("A", 1<<20-64) + `"}`,
+			"overflow":  `{"after":"` + cursor("pet:v1:99999999999999999999") + `"}`,
+			"negative":  `{"after":"` + cursor("pet:v1:-1") + `"}`,
+			"padded":    `{"after":"cGV0OnYxOjA="}`,
+			"empty":     `{"after":""}`,
+			"null":      `{"after":null}`,
+			"number":    `{"after":5}`,
+			"otherKind": `{"after":"` + cursor("doc:v1:1") + `"}`,
+		} {
+			resp := api.do(t, post(path, body))
+			checkError(t, resp, http.StatusBadRequest, "invalid_request", "after")
+			if len(resp.body) > 1024 {
+				t.Errorf("%s: a refusal of %d bytes; want at most 1 KiB", name, len(resp.body))
+			}
+		}
+		past := api.do(t, post(path, `{"after":"`+cursor("pet:v1:"+strconv.FormatInt(1<<63-1, 10))+`"}`))
+		if past.status != http.StatusAccepted || past.body != `{"queued":0,"cursor":null,"more":false}` {
+			t.Errorf("a cursor past every pet: got %d %s; want 202, none queued", past.status, past.body)
+		}
+	})
 }

@@ -9,7 +9,6 @@ import (
 	"petstore/apierr"
 	"petstore/graph/gqlhttp"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/99designs/gqlgen/graphql"
 	"github.com/99designs/gqlgen/graphql/errcode"
@@ -34,8 +33,9 @@ func init() {
 // MaxErrorMessageBytes is the longest message of an error in a response, in bytes: a longer
 // one, which quotes a long name or value the client sent, is cut there and ends in "…".
 // Validation may report an error for each walk of a fragment, 50 for one document, so that a
-// name of 1 MiB quoted in full would make a response 50 times the request.
-const MaxErrorMessageBytes = 512
+// name of 1 MiB quoted in full would make a response 50 times the request. It is the bound of
+// every Error body's message (apierr.MaxMessageBytes).
+const MaxErrorMessageBytes = apierr.MaxMessageBytes
 
 // presentError turns a resolver or input error into a GraphQL error. An *apierr.Error keeps its
 // code and message; an error gqlgen raised while reading the input is INVALID_REQUEST (but for
@@ -60,21 +60,8 @@ func presentError(ctx context.Context, err error) *gqlerror.Error {
 		gqlErr = &gqlerror.Error{Message: "internal error", Path: gqlErr.Path, Locations: gqlErr.Locations}
 		gqlhttp.SetCode(gqlErr, apierr.Internal)
 	}
-	gqlErr.Message = shorten(gqlErr.Message, MaxErrorMessageBytes)
+	gqlErr.Message = apierr.Shorten(gqlErr.Message, MaxErrorMessageBytes)
 	return gqlErr
-}
-
-// shorten returns msg cut to at most n bytes, at a character boundary, ending in "…" when cut.
-func shorten(msg string, n int) string {
-	const ellipsis = "…"
-	if len(msg) <= n {
-		return msg
-	}
-	cut := n - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(msg[cut]) {
-		cut--
-	}
-	return msg[:cut] + ellipsis
 }
 
 // recoverPanic logs a resolver panic and answers INTERNAL_ERROR.
