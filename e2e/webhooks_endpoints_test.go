@@ -18,8 +18,8 @@ import (
 const publicURL = "https://93.184.215.14/hooks"
 
 // TestWebhookEndpoints registers, lists and deletes endpoints through /v1/webhooks: the
-// secret is shown once, another key neither sees nor deletes them, and bad input gets the
-// Error body.
+// secret is shown once, another key neither sees, rotates, lists the deliveries of, replays
+// nor deletes them, and bad input gets the Error body.
 func TestWebhookEndpoints(t *testing.T) {
 	forEachStore(t, func(t *testing.T, api *testAPI) {
 		resp := api.do(t, post("/v1/webhooks", `{"url":"`+publicURL+`","events":["pet.created","pet.created"]}`))
@@ -50,7 +50,8 @@ func TestWebhookEndpoints(t *testing.T) {
 			t.Errorf("another key's list: got %d %s; want []", resp.status, resp.body)
 		}
 		for _, req := range []request{{method: http.MethodDelete, path: "/v1/webhooks/" + created.ID},
-			post("/v1/webhooks/"+created.ID+"/secret", ""), get("/v1/webhooks/" + created.ID + "/deliveries")} {
+			post("/v1/webhooks/"+created.ID+"/secret", ""), get("/v1/webhooks/" + created.ID + "/deliveries"),
+			post("/v1/webhooks/"+created.ID+"/replay", `{"after":"cGV0OnYxOjA"}`)} {
 			checkError(t, other.do(t, req), http.StatusNotFound, apierr.NotFound, created.ID)
 		}
 
