@@ -93,17 +93,24 @@ func mysqlHookInstances(t *testing.T, cfgs ...config.Config) []*testAPI {
 	dsn := dbtest.DSN(t, "mysql")
 	var apis []*testAPI
 	for _, cfg := range cfgs {
-		db, err := store.Open(context.Background(), dsn, store.DefaultPool)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = db.Close() })
-		if _, err := db.Migrate(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		apis = append(apis, newHookAPI(t, db, cfg))
+		apis = append(apis, hookInstance(t, dsn, cfg))
 	}
 	return apis
+}
+
+// hookInstance returns an instance of cfg on the MySQL database dsn, its background work
+// running (newHookAPI).
+func hookInstance(t *testing.T, dsn string, cfg config.Config) *testAPI {
+	t.Helper()
+	db, err := store.Open(context.Background(), dsn, store.DefaultPool)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = db.Close() })
+	if _, err := db.Migrate(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return newHookAPI(t, db, cfg)
 }
 
 // checkEveryPetOnce registers an endpoint on the first of apis, and creates pets on each in

@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -100,6 +101,75 @@ func TestWebhookReplayEnablesWhileWriting(t *testing.T) {
 	for pet := range want {
 		if n := perPet[models.EncodeCursor(pet)]; n != 1 {
 			t.Errorf("pet %d: %d deliveries queued; want 1", pet, n)
+		}
+	}
+}
+
+// TestWebhookSlowWrites writes two pets slowly (0.7 s and 1.5 s) while fast ones commit above
+// them, on an instance that does not deliver: each slow write, late, has its outbox row by its
+// answer, and an endpoint registered meanwhile gets the pets whose POST began after its 201.
+// Then an instance that delivers starts on the database: every pet reaches each of its
+// endpoints once, with one delivery and one webhook-id whether a page or the outbox queued it,
+// and the outbox ends empty.
+func TestWebhookSlowWrites(t *testing.T) {
+	dsn := dbtest.DSN(t, "mysql")
+	off := hookConfig(time.Second)
+	off.Webhooks.Deliver = false
+	api := hookInstance(t, dsn, off)
+	slowWrites(t, api.db)
+	first, second := newReceiver(t, nil), newReceiver(t, nil)
+	firstID, _ := api.createHook(t, first.URL)
+
+	var (
+		wg    sync.WaitGroup
+		slow1 int64
+		slow2 int64
+	)
+	wg.Go(func() { slow1 = postDirect(t, api, "Slow:0.7") })
+	wg.Go(func() { slow2 = postDirect(t, api, "Slow:1.5") })
+	waitWriting(t, api.db, 2)
+	before := postDirect(t, api, "Before")
+	secondID, _ := api.createHook(t, second.URL)
+	after := []int64{postDirect(t, api, "After1"), postDirect(t, api, "After2")}
+	wg.Wait()
+	var late []int64
+	if err := api.db.Raw("SELECT pet_id FROM webhook_outbox").Scan(&late).Error; err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(late, slow1) || !slices.Contains(late, slow2) {
+		t.Errorf("outbox: pets %v; want the slow writes %d and %d among them", late, slow1, slow2)
+	}
+
+	hookInstance(t, dsn, hookConfig(time.Second))
+	for _, c := range []struct {
+		rcv  *receiver
+		id   string
+		pets []int64
+	}{{first, firstID, append([]int64{slow1, slow2, before}, after...)}, {second, secondID, after}} {
+		c.rcv.waitFor(t, 15*time.Second, "every pet delivered", func(calls []hookCall) bool {
+			got := map[int64]bool{}
+			for _, call := range calls {
+				got[decodeEvent(t, call).Data.Pet.ID] = true
+			}
+			return !slices.ContainsFunc(c.pets, func(p int64) bool { return !got[p] })
+		})
+		within(t, 5*time.Second, "the outbox taken", func() bool { return outboxRows(t, api.db) == 0 })
+		perPet := map[string]int{}
+		for _, d := range waitDeliveries(t, api, c.id, func([]delivery) bool { return true }) {
+			perPet[d.Cursor]++
+		}
+		ids := map[int64]map[string]bool{}
+		for _, call := range c.rcv.snapshot() {
+			pet := decodeEvent(t, call).Data.Pet.ID
+			if ids[pet] == nil {
+				ids[pet] = map[string]bool{}
+			}
+			ids[pet][call.header.Get("webhook-id")] = true
+		}
+		for _, pet := range c.pets {
+			if n := perPet[models.EncodeCursor(pet)]; n != 1 || len(ids[pet]) != 1 {
+				t.Errorf("endpoint %s, pet %d: %d deliveries, %d webhook-ids; want 1 and 1", c.id, pet, n, len(ids[pet]))
+			}
 		}
 	}
 }
