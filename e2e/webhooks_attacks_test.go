@@ -133,3 +133,42 @@ func TestWebhookReplayHostileCursors(t *testing.T) {
 		}
 	})
 }
+
+// TestWebhookDeadReceivers registers 20 endpoints whose receivers take every request and never
+// answer, and adds 30 pets, 600 deliveries: the instance holds 512 of them in flight and no
+// more, and POST /v1/pets answers at once meanwhile.
+func TestWebhookDeadReceivers(t *testing.T) {
+	dbtest.ForEach(t, func(t *testing.T, db *store.DB) {
+		cfg := hookConfig(time.Minute)
+		cfg.Webhooks.Timeout = time.Minute
+		api := newHookAPI(t, db, cfg)
+		release := make(chan struct{})
+		var inFlight, peak atomic.Int64
+		for range 20 {
+			rcv := newReceiverBy(t, func(event) int {
+				n := inFlight.Add(1)
+				defer inFlight.Add(-1)
+				for p := peak.Load(); n > p && !peak.CompareAndSwap(p, n); p = peak.Load() {
+				}
+				<-release
+				return http.StatusNoContent
+			})
+			api.createHook(t, rcv.URL)
+		}
+		t.Cleanup(func() { close(release) }) // before the receivers close, which waits for them
+		for i := range 30 {
+			postPetNamed(t, api, "Pet"+strconv.Itoa(i))
+		}
+		within(t, 15*time.Second, "512 deliveries in flight", func() bool { return inFlight.Load() >= 512 })
+		for i := range 5 {
+			start := time.Now()
+			postPetNamed(t, api, "Meanwhile"+strconv.Itoa(i))
+			if took := time.Since(start); took > 2*time.Second {
+				t.Errorf("POST /v1/pets with 512 deliveries held: took %v; want an answer at once", took)
+			}
+		}
+		if got := peak.Load(); got != 512 {
+			t.Errorf("deliveries in flight at most: got %d; want 512", got)
+		}
+	})
+}
