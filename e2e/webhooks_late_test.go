@@ -3,6 +3,7 @@ package e2e
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"slices"
 	"strconv"
 	"strings"
@@ -171,5 +172,52 @@ func TestWebhookSlowWrites(t *testing.T) {
 				t.Errorf("endpoint %s, pet %d: %d deliveries, %d webhook-ids; want 1 and 1", c.id, pet, n, len(ids[pet]))
 			}
 		}
+	}
+}
+
+// TestWebhookReplayOfDeletedEndpoint deletes an endpoint while its replay waits for a slow
+// write (its settled page's locking read waiting for the pet's row): the replay then answers
+// 404, and the endpoint's deliveries are gone, none queued by the replay left behind for no
+// endpoint. The instance does not deliver, so that the replay's is the only such read.
+func TestWebhookReplayOfDeletedEndpoint(t *testing.T) {
+	db := dbtest.New(t, "mysql")
+	cfg := hookConfig(time.Second)
+	cfg.Webhooks.Deliver = false
+	api := newHookAPI(t, db, cfg)
+	id, _ := api.createHook(t, "http://127.0.0.1:9/hooks")
+	postPetNamed(t, api, "First")
+	slowWrites(t, db)
+	var (
+		wg     sync.WaitGroup
+		replay *httptest.ResponseRecorder
+	)
+	wg.Go(func() { postDirect(t, api, "Slow:2") })
+	waitWriting(t, db, 1)
+	postPetNamed(t, api, "Fast")
+	wg.Go(func() {
+		r := httptest.NewRequest(http.MethodPost, "/v1/webhooks/"+id+"/replay", strings.NewReader(`{"after":"cGV0OnYxOjA"}`))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("Authorization", "Bearer "+api.key)
+		replay = httptest.NewRecorder()
+		api.h.ServeHTTP(replay, r)
+	})
+	within(t, 5*time.Second, "the replay waiting for the slow pet", func() bool {
+		var n int64
+		err := db.Raw("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE DB = DATABASE() AND ID <> CONNECTION_ID() AND INFO LIKE '%LOCK IN SHARE MODE%'").Scan(&n).Error
+		return err == nil && n > 0
+	})
+	if resp := api.do(t, request{method: http.MethodDelete, path: "/v1/webhooks/" + id}); resp.status != http.StatusNoContent {
+		t.Fatalf("delete: got %d %s", resp.status, resp.body)
+	}
+	wg.Wait()
+	if replay.Code != http.StatusNotFound {
+		t.Errorf("replay of an endpoint deleted meanwhile: got %d %s; want 404", replay.Code, replay.Body)
+	}
+	var left int64
+	if err := db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&left).Error; err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("deliveries of the deleted endpoint: got %d; want none", left)
 	}
 }

@@ -89,8 +89,8 @@ const ReplayBatch = 1000
 // that the cursor it answers passes no pet that can still commit but a late one (as a
 // listing's). It enables the endpoint again if it was disabled: the endpoint then gets the
 // pets above the page when no more follow it, else above the highest id, the next replays
-// bringing those between. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint
-// NOT_FOUND.
+// bringing those between. A missing or foreign cursor is INVALID_REQUEST; an unknown endpoint,
+// or one deleted while the page was read, NOT_FOUND.
 func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *string) (Replayed, error) {
 	var r Replayed
 	if after == nil {
@@ -116,6 +116,9 @@ func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *s
 		r.Cursor = new(models.EncodeCursor(upTo))
 	}
 	err = store.Transact(ctx, s.db, func(tx *gorm.DB) error {
+		if err := lockEndpoint(tx, s.mysql, keyID, id); err != nil {
+			return err
+		}
 		now := time.Now().UTC()
 		ds := make([]newDelivery, len(page))
 		for i, p := range page {
@@ -140,6 +143,25 @@ func (s *Endpoints) Replay(ctx context.Context, keyID int64, id string, after *s
 		return tx.Exec("UPDATE webhook_endpoints SET disabled_at = NULL, failing_since = NULL WHERE id = ?", id).Error
 	})
 	return r, apiError(err)
+}
+
+// lockEndpoint locks, in tx, the endpoint id of the key keyID, or answers NOT_FOUND when it
+// is gone: a Delete meanwhile then waits for tx, and removes what tx queued, rather than leave
+// deliveries that no endpoint sends. On SQLite, whose transactions run one at a time, it only
+// reads.
+func lockEndpoint(tx *gorm.DB, mysql bool, keyID int64, id string) error {
+	q := "SELECT COUNT(*) FROM webhook_endpoints WHERE id = ? AND key_id = ?"
+	if mysql {
+		q += " FOR UPDATE"
+	}
+	var n int64
+	if err := tx.Raw(q, id, keyID).Scan(&n).Error; err != nil {
+		return err
+	}
+	if n == 0 {
+		return notFound(id)
+	}
+	return nil
 }
 
 // newDelivery is a delivery to insert: of the pet created at to the endpoint.
