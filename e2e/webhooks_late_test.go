@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"gorm.io/gorm"
 
 	"petstore/models"
 	"petstore/store"
@@ -213,6 +216,45 @@ func TestWebhookReplayOfDeletedEndpoint(t *testing.T) {
 	if replay.Code != http.StatusNotFound {
 		t.Errorf("replay of an endpoint deleted meanwhile: got %d %s; want 404", replay.Code, replay.Body)
 	}
+	var left int64
+	if err := db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&left).Error; err != nil {
+		t.Fatal(err)
+	}
+	if left != 0 {
+		t.Errorf("deliveries of the deleted endpoint: got %d; want none", left)
+	}
+}
+
+// TestWebhookLatePetOfDeletedEndpoint deletes an endpoint while the outbox row of a late pet
+// is being turned into its delivery (an INSERT held 2 s by a trigger; the pet passed by a page
+// as in TestWebhookLatePets): the endpoint's deliveries are gone once both are done, none
+// queued for no endpoint.
+func TestWebhookLatePetOfDeletedEndpoint(t *testing.T) {
+	db := dbtest.New(t, "mysql")
+	api := newHookAPI(t, db, hookConfig(time.Second))
+	id, _ := api.createHook(t, "http://127.0.0.1:9/hooks")
+	err := db.Exec("CREATE TRIGGER deliveries_slow BEFORE INSERT ON webhook_deliveries FOR EACH ROW" +
+		" SET @slept = IF((SELECT name FROM pets WHERE id = NEW.pet_id) = 'Late', SLEEP(2), 0)").Error
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = store.Transact(context.Background(), db.DB, func(tx *gorm.DB) error {
+		if err := tx.Exec("INSERT INTO pets (name, category_id) VALUES ('Late', 1)").Error; err != nil {
+			return err
+		}
+		return tx.Exec("UPDATE webhook_endpoints SET queued_id = (SELECT MAX(id) FROM pets) WHERE id = ?", id).Error
+	})
+	if err == nil {
+		err = db.Exec("INSERT INTO webhook_outbox (pet_id, created_at) SELECT MAX(id), NOW(6) FROM pets").Error
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitWriting(t, db, 1)
+	if resp := api.do(t, request{method: http.MethodDelete, path: "/v1/webhooks/" + id}); resp.status != http.StatusNoContent {
+		t.Fatalf("delete: got %d %s", resp.status, resp.body)
+	}
+	within(t, 10*time.Second, "the outbox taken", func() bool { return outboxRows(t, db) == 0 })
 	var left int64
 	if err := db.Raw("SELECT COUNT(*) FROM webhook_deliveries WHERE endpoint_id = ?", id).Scan(&left).Error; err != nil {
 		t.Fatal(err)

@@ -111,7 +111,8 @@ func eventID(endpoint string, pet int64) string {
 // queues, due at once, the delivery of each to every target above whose after_id it is and
 // which has not got it. A row waits while a target's queued_id is below its pet: the pet
 // then comes with a page, and the row is taken once the page's fan-out committed, so that it
-// cannot pass the pet between the two. It returns how many rows it took.
+// cannot pass the pet between the two. The targets stay locked until it commits (share). It
+// returns how many rows it took.
 func (d *Dispatcher) takeLate(ctx context.Context) (int, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
@@ -130,7 +131,7 @@ func (d *Dispatcher) takeLate(ctx context.Context) (int, error) {
 			return nil
 		}
 		var targets []target
-		if err := tx.Raw(targetsSQL).Scan(&targets).Error; err != nil {
+		if err := tx.Raw(targetsSQL + d.share()).Scan(&targets).Error; err != nil {
 			return err
 		}
 		var (
@@ -171,6 +172,16 @@ func (d *Dispatcher) takeLate(ctx context.Context) (int, error) {
 		d.Metrics.queued.Add(float64(queued))
 	}
 	return taken, err
+}
+
+// share returns the clause that locks the targets takeLate reads until it commits, so that
+// an endpoint deleted meanwhile is deleted after, with the deliveries queued for it: " LOCK IN
+// SHARE MODE" on MySQL, none on SQLite, whose transactions run one at a time.
+func (d *Dispatcher) share() string {
+	if d.lock == "" {
+		return ""
+	}
+	return " LOCK IN SHARE MODE"
 }
 
 // notQueued returns those of ds whose webhook-id no delivery has.
