@@ -20,12 +20,13 @@ import (
 	"petstore/testkit/dbtest"
 )
 
-// countingPool counts the statements sent through a GORM connection pool, those that read
-// the key table, and those of them that read keys' hashes (lookups and the refreshes of the
-// set of valid keys, not the subscriptions' revocation checks).
+// countingPool counts the statements sent through a GORM connection pool, those that write,
+// those that read the key table, those of them that read keys' hashes (lookups and the
+// refreshes of the set of valid keys, not the subscriptions' revocation checks), and those
+// that read the webhook endpoints.
 type countingPool struct {
 	gorm.ConnPool
-	all, keyReads, hashReads, writes atomic.Int64
+	all, keyReads, hashReads, writes, endpointReads atomic.Int64
 }
 
 // writeStatement matches a statement that writes: an INSERT, UPDATE or DELETE, after the
@@ -36,6 +37,9 @@ func (p *countingPool) count(query string) {
 	p.all.Add(1)
 	if writeStatement.MatchString(query) {
 		p.writes.Add(1)
+	}
+	if strings.Contains(query, "FROM webhook_endpoints") {
+		p.endpointReads.Add(1)
 	}
 	if strings.Contains(query, "api_keys") {
 		p.keyReads.Add(1)

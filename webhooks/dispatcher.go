@@ -61,6 +61,8 @@ type Dispatcher struct {
 	Metrics  *Metrics
 	inflight sync.WaitGroup
 	behind   time.Time // since when fan-outs have not reached the newest pet; zero when they have (Run's alone)
+	targeted bool      // the last look at the endpoints found one to queue for (Run's alone)
+	lookedAt time.Time // when the endpoints were last read (Run's alone)
 }
 
 // NewDispatcher returns the Dispatcher of db with opts.
@@ -105,6 +107,12 @@ func (d *Dispatcher) Wake() {
 	}
 }
 
+// idleLook is how often at most, while the last look found no endpoint, the pets' wake-ups
+// read the endpoints again (a wake-up sooner puts its look off until then): a pet then costs
+// its INSERT alone, not a read of the endpoints besides, and an endpoint registered on any
+// instance meanwhile gets its first pets within idleLook.
+const idleLook = 100 * time.Millisecond
+
 // coalesce is how long a wake-up waits for more pets to commit while they come in bursts (the
 // last fan-out queued more than one), so that a burst is turned into deliveries in one
 // transaction rather than one each; a pet that comes alone is queued at once.
@@ -113,15 +121,24 @@ const coalesce = 20 * time.Millisecond
 // Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
 // new pets into deliveries and sends them; every poll it also reads the pets of other
 // instances, takes the outbox and claims the due deliveries (retries, and deliveries whose
-// instance died).
+// instance died). While no endpoint exists, a wake-up reads the endpoints at most every
+// idleLook.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var writer sync.WaitGroup
 	writer.Go(func() { d.writeResults() })
 	tick := time.NewTicker(d.opts.Poll)
 	defer tick.Stop()
-	var lastAge time.Time
+	var (
+		lastAge time.Time
+		later   <-chan time.Time // the look a wake-up put off (idleLook)
+	)
 	for due := true; ; {
-		burst := d.fanOutAll(ctx)
+		var burst bool
+		if wait := idleLook - time.Since(d.lookedAt); due || d.targeted || wait <= 0 {
+			burst, later = d.fanOutAll(ctx), nil
+		} else if later == nil {
+			later = time.After(wait)
+		}
 		if due {
 			d.takeLateAll(ctx)
 			d.claimAll(ctx)
@@ -144,6 +161,8 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				case <-ctx.Done():
 				}
 			}
+		case <-later:
+			due, later = false, nil
 		case <-tick.C:
 			due = true
 		}

@@ -49,8 +49,12 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, bool, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
 	var targets []target
-	if err := d.db.WithContext(ctx).Raw(targetsSQL).Scan(&targets).Error; err != nil || len(targets) == 0 {
+	if err := d.db.WithContext(ctx).Raw(targetsSQL).Scan(&targets).Error; err != nil {
 		return nil, false, err
+	}
+	d.lookedAt = time.Now()
+	if d.targeted = len(targets) > 0; !d.targeted {
+		return nil, false, nil
 	}
 	from := targets[0].QueuedID
 	for _, t := range targets {
