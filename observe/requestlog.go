@@ -76,7 +76,11 @@ func (rl *RequestLog) write(c *gin.Context, id string, d time.Duration) {
 		line.traceID = rl.TraceID(ctx)
 	}
 	line.client = client(r)
-	log.LogAttrs(ctx, level, "request", line.attrs()...)
+	// As log.LogAttrs, but with no source: the line's caller is always this function, and
+	// finding it (runtime.Callers) was a tenth of the line's cost.
+	rec := slog.NewRecord(time.Now(), level, "request", 0)
+	rec.AddAttrs(line.attrs()...)
+	_ = log.Handler().Handle(ctx, rec)
 }
 
 // requestLine is the content of a request's log line.
