@@ -34,29 +34,38 @@ type job struct {
 	Name       string
 	CategoryID int64
 	Status     *models.PetStatus
+	until      time.Time // when its lease ends
 }
 
 // lease is how long a claimed delivery stays with its instance: past it, any instance may
 // send it again.
 func (d *Dispatcher) lease() time.Duration { return 2*d.opts.Timeout + d.opts.DBTimeout }
 
-// claim claims up to n due deliveries, moving their next attempt past the lease, and returns
-// them with their endpoints' urls and secrets and their pets.
-func (d *Dispatcher) claim(ctx context.Context, n int) ([]job, error) {
+// claim claims up to n due deliveries of endpoints other than those of skip, moving their next
+// attempt past the lease, and returns them with their endpoints' urls and secrets and their
+// pets.
+func (d *Dispatcher) claim(ctx context.Context, n int, skip []any) ([]job, error) {
 	ctx, cancel := context.WithTimeout(ctx, d.opts.DBTimeout)
 	defer cancel()
-	var ids []any
+	var (
+		ids   []any
+		until time.Time
+	)
 	err := store.Transact(ctx, d.db, func(tx *gorm.DB) error {
 		now := time.Now().UTC()
 		var due []string
-		err := tx.Raw("SELECT id FROM webhook_deliveries WHERE status = ? AND next_attempt_at <= ? ORDER BY next_attempt_at LIMIT ?"+d.lock,
-			statusPending, now, n).Scan(&due).Error
+		q, args := "SELECT id FROM webhook_deliveries WHERE status = ? AND next_attempt_at <= ?", []any{statusPending, now}
+		if len(skip) > 0 {
+			q, args = q+" AND endpoint_id NOT IN ("+placeholders(len(skip))+")", append(args, skip...)
+		}
+		err := tx.Raw(q+" ORDER BY next_attempt_at LIMIT ?"+d.lock, append(args, n)...).Scan(&due).Error
 		if err != nil || len(due) == 0 {
 			ids = nil
 			return err
 		}
 		ids = make([]any, 0, len(due)+1)
-		ids = append(ids, now.Add(d.lease()))
+		until = now.Add(d.lease())
+		ids = append(ids, until)
 		for _, id := range due {
 			ids = append(ids, id)
 		}
@@ -69,6 +78,9 @@ func (d *Dispatcher) claim(ctx context.Context, n int) ([]job, error) {
 	err = d.db.WithContext(ctx).Raw("SELECT d.id, d.endpoint_id, d.pet_id, d.event_at, d.attempts, e.url, e.secret, e.old_secret, e.old_secret_until,"+
 		" p.name, p.category_id, p.status FROM webhook_deliveries d JOIN webhook_endpoints e ON e.id = d.endpoint_id JOIN pets p ON p.id = d.pet_id"+
 		" WHERE d.id IN ("+placeholders(len(ids)-1)+")", ids[1:]...).Scan(&jobs).Error
+	for i := range jobs {
+		jobs[i].until = until
+	}
 	return jobs, err
 }
 

@@ -32,8 +32,8 @@ type Options struct {
 	Tail      Tail            // the settled pages of the pets table
 }
 
-// maxInFlight bounds the deliveries one instance sends at a time: a slow receiver holds some
-// of them up to the timeout, never the pets' requests.
+// maxInFlight bounds the deliveries one instance sends at a time: a slow receiver holds at
+// most maxPerEndpoint of them up to the timeout, never the pets' requests.
 const maxInFlight = 512
 
 // maxPerHost bounds the connections to one receiver's host, kept alive between deliveries:
@@ -49,14 +49,18 @@ const maxPerHost = 64
 // lease ran out, which is how a delivery of an instance that died is sent again. Claims lock
 // their rows with FOR UPDATE SKIP LOCKED where the engine has it (MariaDB 10.6, MySQL 8), so
 // that instances claiming at once take different rows; on Galera two nodes' claims of one row
-// conflict at commit, and the later is rolled back and tries again.
+// conflict at commit, and the later is rolled back and tries again. Each endpoint has at most
+// maxPerEndpoint deliveries of an instance in flight, so that a slow receiver delays only its
+// own (lanes).
 type Dispatcher struct {
 	db       *gorm.DB
 	lock     string // the locking clause of claims: "", " FOR UPDATE" or " FOR UPDATE SKIP LOCKED"
 	opts     Options
 	client   *http.Client
 	wake     chan struct{}
+	room     chan struct{} // deliveries put back have room again
 	slots    chan struct{} // one per delivery in flight
+	lanes    lanes         // the deliveries held, by endpoint
 	results  chan result
 	Metrics  *Metrics
 	inflight sync.WaitGroup
@@ -70,7 +74,7 @@ func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
+	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), room: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
 		results: make(chan result, maxInFlight), Metrics: newMetrics()}
 	d.client = &http.Client{
 		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,
@@ -120,9 +124,10 @@ const coalesce = 20 * time.Millisecond
 
 // Run sends deliveries until ctx ends, then waits for those in flight. A wake-up turns the
 // new pets into deliveries and sends them; every poll it also reads the pets of other
-// instances, takes the outbox and claims the due deliveries (retries, and deliveries whose
-// instance died). While no endpoint exists, a wake-up reads the endpoints at most every
-// idleLook.
+// instances, takes the outbox and claims the due deliveries (retries, deliveries put back
+// for fairness, and deliveries whose instance died), and it claims besides as soon as
+// deliveries put back have room again. It never waits for a receiver (dispatch). While no
+// endpoint exists, a wake-up reads the endpoints at most every idleLook.
 func (d *Dispatcher) Run(ctx context.Context) {
 	var writer sync.WaitGroup
 	writer.Go(func() { d.writeResults() })
@@ -132,15 +137,19 @@ func (d *Dispatcher) Run(ctx context.Context) {
 		lastAge time.Time
 		later   <-chan time.Time // the look a wake-up put off (idleLook)
 	)
-	for due := true; ; {
+	for due, reclaim := true, false; ; {
 		var burst bool
-		if wait := idleLook - time.Since(d.lookedAt); due || d.targeted || wait <= 0 {
-			burst, later = d.fanOutAll(ctx), nil
-		} else if later == nil {
-			later = time.After(wait)
+		if !reclaim {
+			if wait := idleLook - time.Since(d.lookedAt); due || d.targeted || wait <= 0 {
+				burst, later = d.fanOutAll(ctx), nil
+			} else if later == nil {
+				later = time.After(wait)
+			}
 		}
 		if due {
 			d.takeLateAll(ctx)
+		}
+		if due || reclaim {
 			d.claimAll(ctx)
 		}
 		if time.Since(lastAge) >= 5*time.Second {
@@ -154,7 +163,7 @@ func (d *Dispatcher) Run(ctx context.Context) {
 			writer.Wait()
 			return
 		case <-d.wake:
-			due = false
+			due, reclaim = false, false
 			if burst {
 				select {
 				case <-time.After(coalesce):
@@ -162,9 +171,11 @@ func (d *Dispatcher) Run(ctx context.Context) {
 				}
 			}
 		case <-later:
-			due, later = false, nil
+			due, reclaim, later = false, false, nil
 		case <-tick.C:
-			due = true
+			due, reclaim = true, false
+		case <-d.room:
+			due, reclaim = false, true
 		}
 	}
 }
@@ -216,31 +227,20 @@ func (d *Dispatcher) takeLateAll(ctx context.Context) {
 // claimAll claims and sends every due delivery there is room for.
 func (d *Dispatcher) claimAll(ctx context.Context) {
 	for ctx.Err() == nil {
-		free := cap(d.slots) - len(d.slots)
-		if free == 0 {
+		free, full := d.lanes.room()
+		if free <= 0 {
 			return
 		}
-		jobs, err := d.claim(ctx, min(free, claimBatch))
+		n := min(free, claimBatch)
+		jobs, err := d.claim(ctx, n, full)
 		if err != nil {
 			slog.WarnContext(ctx, "webhooks: claiming deliveries failed", "error", err)
 			return
 		}
 		d.dispatch(ctx, jobs)
-		if len(jobs) < claimBatch {
+		if len(jobs) < n {
 			return
 		}
-	}
-}
-
-// dispatch sends each of jobs in a goroutine of its own once a slot is free, its result to
-// the writer.
-func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
-	for _, j := range jobs {
-		d.slots <- struct{}{}
-		d.inflight.Go(func() {
-			defer func() { <-d.slots }()
-			d.results <- d.send(ctx, j)
-		})
 	}
 }
 

@@ -65,6 +65,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, bool, error) {
 		return nil, false, err
 	}
 	last, now := pets[len(pets)-1].ID, time.Now().UTC()
+	until := now.Add(d.lease())
 	var (
 		jobs []job
 		ds   []newDelivery
@@ -75,7 +76,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, bool, error) {
 				id := eventID(t.ID, p.ID)
 				ds = append(ds, newDelivery{id: id, endpoint: t.ID, pet: p.ID, at: now})
 				jobs = append(jobs, job{ID: id, EndpointID: t.ID, PetID: p.ID, EventAt: now, URL: t.URL, EndpointState: t.EndpointState,
-					Name: p.Name, CategoryID: p.CategoryID, Status: p.Status})
+					Name: p.Name, CategoryID: p.CategoryID, Status: p.Status, until: until})
 			}
 		}
 	}
@@ -92,7 +93,7 @@ func (d *Dispatcher) fanOut(ctx context.Context) ([]job, bool, error) {
 				return errMoved
 			}
 		}
-		return insertDeliveries(tx, ds, now.Add(d.lease()))
+		return insertDeliveries(tx, ds, until)
 	})
 	if errors.Is(err, errMoved) {
 		return nil, true, nil

@@ -4,8 +4,8 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Metrics are the dispatcher's Prometheus metrics, registered by the service with the others.
 type Metrics struct {
-	queued, delivered, retried, failed prometheus.Counter
-	oldest                             prometheus.Gauge
+	queued, delivered, retried, failed, deferred prometheus.Counter
+	oldest                                       prometheus.Gauge
 }
 
 // newMetrics returns the dispatcher's metrics.
@@ -18,6 +18,7 @@ func newMetrics() *Metrics {
 		delivered: counter("delivered", "Webhook deliveries a receiver acknowledged with a 2xx."),
 		retried:   counter("retried", "Webhook delivery attempts that failed and were scheduled again."),
 		failed:    counter("failed", "Webhook deliveries that failed for good: retry schedule spent, or endpoint disabled."),
+		deferred:  counter("deferred", "Webhook deliveries claimed but not sent then, left to be claimed again: their endpoint or the instance held all it may, or their lease was ending."),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Name: "petstore_webhook_oldest_undelivered_seconds",
 			Help: "Age of the oldest pet event not yet delivered (pending, in the outbox, or not yet queued), as this instance last read it."}),
 	}
@@ -25,5 +26,5 @@ func newMetrics() *Metrics {
 
 // Collectors returns the metrics, for registration.
 func (m *Metrics) Collectors() []prometheus.Collector {
-	return []prometheus.Collector{m.queued, m.delivered, m.retried, m.failed, m.oldest}
+	return []prometheus.Collector{m.queued, m.delivered, m.retried, m.failed, m.deferred, m.oldest}
 }
