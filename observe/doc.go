@@ -25,6 +25,7 @@
 //	petstore_webhook_deliveries_delivered_total                   counter (package webhooks)
 //	petstore_webhook_deliveries_retried_total                     counter (package webhooks)
 //	petstore_webhook_deliveries_failed_total                      counter (package webhooks)
+//	petstore_webhook_deliveries_deferred_total                    counter (package webhooks)
 //	petstore_webhook_oldest_undelivered_seconds                   gauge (package webhooks)
 //	go_sql_*{db_name="petstore"}                                  pool stats (RegisterDB)
 //	go_*, process_*                                               Go runtime and process
