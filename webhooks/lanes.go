@@ -21,9 +21,10 @@ const maxPerEndpoint = maxPerHost
 // rounds.
 const maxHeldPerEndpoint = 2 * maxPerEndpoint
 
-// maxHeld bounds the deliveries one instance holds, in flight or waiting: as many as
-// maxInFlight/maxPerEndpoint endpoints at their bound hold, each waiting behind at most
-// maxInFlight others.
+// maxHeld bounds the deliveries one instance holds, in flight or waiting: what
+// maxInFlight/maxPerEndpoint (8) endpoints hold at their bound. One waiting for one of the
+// instance's maxInFlight waits behind at most maxInFlight others, so it too begins within the
+// timeout.
 const maxHeld = 2 * maxInFlight
 
 // lanes counts the deliveries the instance holds, by endpoint, and bounds them: those it
