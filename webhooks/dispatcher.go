@@ -59,8 +59,7 @@ type Dispatcher struct {
 	client   *http.Client
 	wake     chan struct{}
 	room     chan struct{} // deliveries put back have room again
-	slots    chan struct{} // one per delivery in flight
-	lanes    lanes         // the deliveries held, by endpoint
+	lanes    lanes         // the deliveries held, by endpoint, and those in flight
 	results  chan result
 	Metrics  *Metrics
 	inflight sync.WaitGroup
@@ -74,7 +73,7 @@ func NewDispatcher(ctx context.Context, db *store.DB, opts Options) (*Dispatcher
 	if opts.Poll <= 0 {
 		opts.Poll = time.Second
 	}
-	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), room: make(chan struct{}, 1), slots: make(chan struct{}, maxInFlight),
+	d := &Dispatcher{db: db.DB, opts: opts, wake: make(chan struct{}, 1), room: make(chan struct{}, 1),
 		results: make(chan result, maxInFlight), Metrics: newMetrics()}
 	d.client = &http.Client{
 		Transport: &http.Transport{DialContext: opts.Addresses.DialContext, MaxConnsPerHost: maxPerHost, MaxIdleConnsPerHost: maxPerHost,

@@ -14,79 +14,126 @@ import (
 // 12.8 ms (64 / 5,000 s).
 const maxPerEndpoint = maxPerHost
 
-// maxHeldPerEndpoint bounds the deliveries of one endpoint one instance holds: in flight, or
-// waiting for one of its maxPerEndpoint to end. Waiting behind at most maxPerEndpoint others,
-// each begins within the timeout of the latest of them, inside its lease (2 timeouts); a fast
-// receiver's bursts (a fan-out queues up to 500 pets an endpoint) go through it in a few
-// rounds.
-const maxHeldPerEndpoint = 2 * maxPerEndpoint
+// maxHeldPerEndpoint bounds the deliveries of one endpoint one instance holds, in flight or
+// queued for one of its maxPerEndpoint: a fan-out's page of a fast receiver (fanOutBatch) fits
+// in it. Those of a slow receiver whose lease would end before their timeout are not sent.
+const maxHeldPerEndpoint = maxPerEndpoint + fanOutBatch
 
-// maxHeld bounds the deliveries one instance holds, in flight or waiting: what
-// maxInFlight/maxPerEndpoint (8) endpoints hold at their bound. One waiting for one of the
-// instance's maxInFlight waits behind at most maxInFlight others, so it too begins within the
-// timeout.
-const maxHeld = 2 * maxInFlight
+// maxHeld bounds the deliveries one instance holds: what maxInFlight/maxPerEndpoint (8)
+// endpoints hold at their bound, a few hundred bytes each.
+const maxHeld = maxInFlight / maxPerEndpoint * maxHeldPerEndpoint
 
-// lanes counts the deliveries the instance holds, by endpoint, and bounds them: those it
-// cannot hold are put back in the queue, due at once, rather than waited for.
+// lanes holds the deliveries the instance sends, in a queue by endpoint, and picks those to
+// send next: at most maxInFlight at a time, at most maxPerEndpoint of one endpoint, taking
+// the endpoints with deliveries to send in turn. Those it cannot hold are put back in the
+// database, due at once, rather than waited for.
 type lanes struct {
-	mu     sync.Mutex
-	held   int
-	behind bool // a delivery was put back since the instance held all it may
-	by     map[string]*lane
+	mu      sync.Mutex
+	held    int // in flight or queued
+	sending int
+	behind  bool     // a delivery was put back since the instance held all it may
+	ready   []string // the endpoints with a delivery queued and room to send it, in turn
+	by      map[string]*lane
 }
 
-// lane is one endpoint's deliveries held: their number, and one token in sem a delivery in
-// flight.
+// lane is one endpoint's deliveries held.
 type lane struct {
-	held   int
-	behind bool // a delivery was put back since the endpoint held all it may
-	sem    chan struct{}
+	held    int
+	sending int
+	queue   []job
+	ready   bool // it is in lanes.ready
+	behind  bool // a delivery was put back since the endpoint held all it may
 }
 
-// take holds a delivery of endpoint and returns its lane's tokens, or nil when the endpoint
-// or the instance holds all it may; it then marks them behind.
-func (l *lanes) take(endpoint string) chan struct{} {
+// hold queues j, and reports whether it could: not when its endpoint or the instance holds
+// all it may, which it then marks behind.
+func (l *lanes) hold(j job) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.held >= maxHeld {
 		l.behind = true
-		return nil
+		return false
 	}
-	ln := l.by[endpoint]
+	ln := l.by[j.EndpointID]
 	if ln == nil {
 		if l.by == nil {
 			l.by = map[string]*lane{}
 		}
-		ln = &lane{sem: make(chan struct{}, maxPerEndpoint)}
-		l.by[endpoint] = ln
+		ln = &lane{}
+		l.by[j.EndpointID] = ln
 	} else if ln.held >= maxHeldPerEndpoint {
 		ln.behind = true
-		return nil
+		return false
 	}
 	ln.held++
 	l.held++
-	return ln.sem
+	ln.queue = append(ln.queue, j)
+	l.mark(j.EndpointID, ln)
+	return true
 }
 
-// leave lets go of a delivery of endpoint that take held, and reports whether a claim is due:
-// the endpoint, or the instance, was behind and now holds at most half of what it may.
-func (l *lanes) leave(endpoint string) (claim bool) {
+// mark puts the lane of endpoint in turn when it has a delivery queued and room to send it.
+func (l *lanes) mark(endpoint string, ln *lane) {
+	if !ln.ready && len(ln.queue) > 0 && ln.sending < maxPerEndpoint {
+		ln.ready = true
+		l.ready = append(l.ready, endpoint)
+	}
+}
+
+// next returns the delivery to send next, if the instance has room to send one, counting it
+// in flight.
+func (l *lanes) next() (job, bool) {
+	if l.sending >= maxInFlight || len(l.ready) == 0 {
+		return job{}, false
+	}
+	endpoint := l.ready[0]
+	l.ready = l.ready[1:]
+	ln := l.by[endpoint]
+	j := ln.queue[0]
+	ln.queue[0] = job{}
+	ln.queue = ln.queue[1:]
+	ln.ready = false
+	ln.sending++
+	l.sending++
+	l.mark(endpoint, ln)
+	return j, true
+}
+
+// start returns the deliveries to send now, counted in flight.
+func (l *lanes) start() []job {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var jobs []job
+	for j, ok := l.next(); ok; j, ok = l.next() {
+		jobs = append(jobs, j)
+	}
+	return jobs
+}
+
+// done lets go of the delivery of endpoint that was in flight, and returns the delivery to
+// send next in its place, if any; claim reports whether a claim is due: the endpoint, or the
+// instance, was behind and now holds at most half of what it may.
+func (l *lanes) done(endpoint string) (next job, more, claim bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.held--
+	l.sending--
 	if l.behind && l.held <= maxHeld/2 {
 		l.behind, claim = false, true
 	}
 	ln := l.by[endpoint]
 	ln.held--
+	ln.sending--
 	if ln.behind && ln.held <= maxHeldPerEndpoint/2 {
 		ln.behind, claim = false, true
 	}
 	if ln.held == 0 {
 		delete(l.by, endpoint)
+	} else {
+		l.mark(endpoint, ln)
 	}
-	return claim
+	next, more = l.next()
+	return next, more, claim
 }
 
 // room returns how many more deliveries the instance may hold, and the endpoints that hold
@@ -103,55 +150,39 @@ func (l *lanes) room() (int, []any) {
 	return maxHeld - l.held, full
 }
 
-// dispatch sends each of jobs in a goroutine of its own, its result to the writer, once its
-// endpoint has one of its maxPerEndpoint and the instance one of its maxInFlight; it never
-// waits. A job its endpoint or the instance cannot hold is put back, due at once, under its
-// webhook-id: the next claim that has room takes it.
+// dispatch queues jobs and starts sending those the lanes pick, each in a goroutine that then
+// sends the next pick in its place; it never waits. A job its endpoint or the instance cannot
+// hold is put back, due at once, under its webhook-id: the next claim that has room takes it.
 func (d *Dispatcher) dispatch(ctx context.Context, jobs []job) {
 	var back []any
 	for _, j := range jobs {
-		sem := d.lanes.take(j.EndpointID)
-		if sem == nil {
+		if !d.lanes.hold(j) {
 			back = append(back, j.ID)
-			continue
 		}
-		d.inflight.Go(func() {
-			defer d.leave(j.EndpointID)
-			if !acquire(ctx, sem) {
-				return
-			}
-			defer func() { <-sem }()
-			if !acquire(ctx, d.slots) {
-				return
-			}
-			defer func() { <-d.slots }()
-			if time.Until(j.until) < d.opts.Timeout { // its lease ends first: claimed again then
-				d.Metrics.deferred.Inc()
-				return
-			}
-			d.results <- d.send(ctx, j)
-		})
+	}
+	for _, j := range d.lanes.start() {
+		d.inflight.Go(func() { d.work(ctx, j) })
 	}
 	d.putBack(ctx, back)
 }
 
-// acquire takes a token of sem, and reports whether it did before ctx ended.
-func acquire(ctx context.Context, sem chan struct{}) bool {
-	select {
-	case sem <- struct{}{}:
-		return true
-	case <-ctx.Done():
-		return false
-	}
-}
-
-// leave lets go of a delivery of endpoint, and wakes Run to claim when deliveries put back
-// have room again.
-func (d *Dispatcher) leave(endpoint string) {
-	if d.lanes.leave(endpoint) {
-		select {
-		case d.room <- struct{}{}:
-		default:
+// work sends j, then each delivery the lanes pick in its place, until they pick none or ctx
+// ends; it wakes Run to claim when deliveries put back have room again. A delivery whose
+// lease would end before its timeout is not sent: the lease brings it back.
+func (d *Dispatcher) work(ctx context.Context, j job) {
+	for more := true; more && ctx.Err() == nil; {
+		if time.Until(j.until) < d.opts.Timeout {
+			d.Metrics.deferred.Inc()
+		} else {
+			d.results <- d.send(ctx, j)
+		}
+		var claim bool
+		j, more, claim = d.lanes.done(j.EndpointID)
+		if claim {
+			select {
+			case d.room <- struct{}{}:
+			default:
+			}
 		}
 	}
 }
