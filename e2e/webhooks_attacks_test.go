@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/base64"
 	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
@@ -65,24 +64,6 @@ func TestWebhookSuccessKeepsEndpoint(t *testing.T) {
 		postPetNamed(t, api, "After")
 		rcv.waitFor(t, 10*time.Second, "the next pet delivered", func(c []hookCall) bool { return names(t, c)["After"] })
 	})
-}
-
-// newReceiverBy starts a receiver, which the test closes, that answers each delivery with the
-// status that status returns of its event.
-func newReceiverBy(t *testing.T, status func(ev event) int) *receiver {
-	t.Helper()
-	r := &receiver{}
-	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		body, _ := io.ReadAll(req.Body)
-		r.mu.Lock()
-		r.calls = append(r.calls, hookCall{req.Header.Clone(), body})
-		r.mu.Unlock()
-		var ev event
-		_ = json.Unmarshal(body, &ev)
-		w.WriteHeader(status(ev))
-	}))
-	t.Cleanup(r.Close)
-	return r
 }
 
 // failedOnce reports whether the endpoint id lists a delivery that failed an attempt with a

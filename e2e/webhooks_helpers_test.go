@@ -64,30 +64,49 @@ type hookCall struct {
 	body   []byte
 }
 
-// receiver is a webhook receiver on loopback: it records every request, and answers with
-// what answer returns for it (200 when nil).
+// receiver is a webhook receiver on loopback: it records every request, and answers each
+// with the status its constructor's function gives.
 type receiver struct {
 	*httptest.Server
-	mu     sync.Mutex
-	calls  []hookCall
-	answer func(n int) int // the status of the nth request (from 1)
+	mu    sync.Mutex
+	calls []hookCall
 }
 
-// newReceiver starts a receiver that the test closes.
+// newReceiver starts a receiver, which the test closes, that answers the nth request (from 1)
+// with the status answer returns (200 when answer is nil).
 func newReceiver(t *testing.T, answer func(n int) int) *receiver {
 	t.Helper()
-	r := &receiver{answer: answer}
+	return startReceiver(t, func(n int, _ []byte) int {
+		if answer == nil {
+			return http.StatusOK
+		}
+		return answer(n)
+	})
+}
+
+// newReceiverBy starts a receiver, which the test closes, that answers each delivery with the
+// status that status returns of its event.
+func newReceiverBy(t *testing.T, status func(ev event) int) *receiver {
+	t.Helper()
+	return startReceiver(t, func(_ int, body []byte) int {
+		var ev event
+		_ = json.Unmarshal(body, &ev)
+		return status(ev)
+	})
+}
+
+// startReceiver starts a receiver, which the test closes, that answers the nth request (from 1),
+// whose body is body, with the status answer returns.
+func startReceiver(t *testing.T, answer func(n int, body []byte) int) *receiver {
+	t.Helper()
+	r := &receiver{}
 	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
 		body, _ := io.ReadAll(req.Body)
 		r.mu.Lock()
 		r.calls = append(r.calls, hookCall{req.Header.Clone(), body})
 		n := len(r.calls)
 		r.mu.Unlock()
-		status := http.StatusOK
-		if r.answer != nil {
-			status = r.answer(n)
-		}
-		w.WriteHeader(status)
+		w.WriteHeader(answer(n, body))
 	}))
 	t.Cleanup(r.Close)
 	return r
