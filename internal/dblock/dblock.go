@@ -138,6 +138,11 @@ func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Dur
 			if err == nil {
 				return &Lock{purpose: purpose, lease: db, holder: holder, expires: taken.Add(LeaseFor)}, nil
 			}
+			var myErr *mysql.MySQLError
+			if !errors.As(err, &myErr) { // no answer (ctx ended, connection lost): it may have been inserted
+				(&Lock{purpose: purpose, lease: db, holder: holder, expires: time.Now().Add(undoFor)}).undo(ctx)
+				return nil, fmt.Errorf("dblock: lease %s: %w", purpose, err)
+			}
 		}
 		var myErr *mysql.MySQLError
 		if errors.As(err, &myErr) && myErr.Number == 1146 && !created { // no such table
@@ -164,6 +169,19 @@ func acquireLease(ctx context.Context, db *sql.DB, purpose string, wait time.Dur
 		case <-time.After(pollEvery):
 		}
 	}
+}
+
+// undoFor is how long an acquire that got no answer to its insert tries to delete the lease
+// that the insert may have made.
+const undoFor = 5 * time.Second
+
+// undo deletes l's lease row, as Release does, though the acquire's ctx ended: the insert that
+// got no answer may have taken the lease, which would otherwise hold every other instance back
+// for LeaseFor.
+func (l *Lock) undo(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoFor)
+	defer cancel()
+	_ = l.releaseLease(ctx)
 }
 
 // releaseLease deletes l's lease row, trying again every pollEvery until the delete takes
